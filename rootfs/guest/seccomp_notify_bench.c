@@ -1,0 +1,833 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * seccomp_notify_bench - seccomp user-notification round-trip benchmark.
+ *
+ * Measures the same thing as `perf bench sched seccomp-notify` from the
+ * seccomp sync-wakeup series (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP): a target
+ * process whose filter returns SECCOMP_RET_USER_NOTIF for gettid(2) calls it
+ * in a loop, and a supervisor answers every notification with
+ * SECCOMP_IOCTL_NOTIF_RECV + SECCOMP_IOCTL_NOTIF_SEND.  One round trip is
+ * SEND (wake the target) -> target returns, calls gettid again -> RECV (the
+ * supervisor wakes with the next notification).  The result is wall-clock
+ * time (CLOCK_MONOTONIC) per round trip.
+ *
+ * Configurations are mode x placement:
+ *   mode      default   plain listener
+ *             sync      SECCOMP_IOCTL_NOTIF_SET_FLAGS(SYNC_WAKE_UP) first
+ *   placement unpinned  no affinity
+ *             same-cpu  target and supervisor on the first allowed CPU
+ *             cross-cpu supervisor on the first, target on the second
+ *                       allowed CPU
+ *
+ * Each configuration keeps one long-lived target process; this process is
+ * the supervisor for all of them.  Samples are taken round-robin (sample k
+ * of every configuration before sample k+1 of any) so slow drift, e.g. in
+ * an emulator, spreads evenly over the configurations.
+ *
+ * Output on stdout, line buffered, one line per event and nothing else:
+ *   METRIC seccomp_notify.<mode>.<placement> <us per op, 3 decimals> us/op
+ *       one line per measured sample, in the order measured
+ *   SKIP seccomp_notify.<mode>.<placement> <reason>
+ *       once per configuration that cannot run, before any METRIC
+ *   ERROR <text>
+ *       unexpected failure; the program then exits 1
+ * Everything else (header, warm-up values, summary) goes to stderr.
+ * Exit status: 0 success (also when configurations were skipped),
+ * 1 ERROR, 2 bad command line.
+ *
+ * Build: gcc -static -O2 -Wall -Wextra -o seccomp_notify_bench seccomp_notify_bench.c
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+/*
+ * Added by the sync-wakeup series; the build host's uapi headers (6.1)
+ * predate it.  Values from the series' include/uapi/linux/seccomp.h.
+ */
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+
+/* gettid can never legitimately return this, so the target can tell a
+ * supervisor reply from the real syscall (same choice as the perf code). */
+#define NOTIF_MAGIC INT_MAX
+
+/* Target exit codes, decoded in describe_dead_targets(). */
+#define TARGET_EXIT_SETUP 1   /* setup failed (reported over the socket) */
+#define TARGET_EXIT_ERRNO 3   /* gettid failed, e.g. ENOSYS: listener gone */
+#define TARGET_EXIT_VALUE 4   /* gettid not intercepted */
+
+#define DEFAULT_LOOPS 2000
+#define DEFAULT_SAMPLES 5
+#define DEFAULT_WARMUP 1
+
+enum { MODE_DEFAULT, MODE_SYNC, NMODES };
+enum { PL_UNPINNED, PL_SAME_CPU, PL_CROSS_CPU, NPLACEMENTS };
+static const char *const mode_names[NMODES] = { "default", "sync" };
+static const char *const placement_names[NPLACEMENTS] = {
+	"unpinned", "same-cpu", "cross-cpu"
+};
+
+struct pair {
+	pid_t pid;		/* target process, -1 if none */
+	int listener;		/* notification fd, -1 if none */
+	uint64_t pending_id;	/* received but not yet answered notification */
+};
+
+struct config {
+	char name[64];		/* seccomp_notify.<mode>.<placement> */
+	int mode;
+	bool skip;
+	char skip_reason[128];
+	cpu_set_t sup_cpus;	/* supervisor (this process) affinity */
+	cpu_set_t tgt_cpus;	/* target affinity */
+	struct pair pair;
+	double *samples;
+	unsigned long nsamples;
+};
+
+static struct config configs[NMODES * NPLACEMENTS];
+static unsigned int nconfigs;
+static struct pair probe_pair = { -1, -1, 0 };
+static int devnull_fd = -1;
+
+static volatile sig_atomic_t child_died;
+static volatile sig_atomic_t active_listener = -1;
+
+static const char *prog_name = "seccomp_notify_bench";
+
+/* ------------------------------------------------------------------ */
+/* teardown and error reporting                                        */
+
+static void pair_stop(struct pair *p)
+{
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		p->pid = -1;
+	}
+	if (p->listener >= 0) {
+		close(p->listener);
+		p->listener = -1;
+	}
+}
+
+static void teardown_all(void)
+{
+	unsigned int i;
+
+	/* Our own SIGKILLs must not look like unexpected deaths. */
+	signal(SIGCHLD, SIG_DFL);
+	active_listener = -1;
+	pair_stop(&probe_pair);
+	for (i = 0; i < nconfigs; i++)
+		pair_stop(&configs[i].pair);
+}
+
+static void die(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	printf("ERROR %s\n", msg);
+	fflush(stdout);
+	teardown_all();
+	exit(1);
+}
+
+/* Reap whichever targets have died and say how, for the ERROR line. */
+static void describe_dead_targets(char *buf, size_t len)
+{
+	size_t off = 0;
+	unsigned int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < nconfigs && off < len; i++) {
+		struct pair *p = &configs[i].pair;
+		char how[96];
+		int st;
+
+		if (p->pid <= 0 || waitpid(p->pid, &st, WNOHANG) != p->pid)
+			continue;
+		if (WIFSIGNALED(st))
+			snprintf(how, sizeof(how), "killed by signal %d (%s)",
+				 WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else if (WEXITSTATUS(st) == TARGET_EXIT_ERRNO)
+			snprintf(how, sizeof(how),
+				 "exited: gettid failed (listener gone?)");
+		else if (WEXITSTATUS(st) == TARGET_EXIT_VALUE)
+			snprintf(how, sizeof(how),
+				 "exited: gettid was not intercepted");
+		else
+			snprintf(how, sizeof(how), "exited with status %d",
+				 WEXITSTATUS(st));
+		off += snprintf(buf + off, len - off, "%starget of %s (pid %d) %s",
+				off ? "; " : "", configs[i].name, (int)p->pid, how);
+		p->pid = -1;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "a child process died");
+}
+
+static void notif_fail(const struct config *c, const char *what)
+	__attribute__((noreturn));
+static void notif_fail(const struct config *c, const char *what)
+{
+	int err = errno;
+	char dead[512];
+
+	if (child_died) {
+		describe_dead_targets(dead, sizeof(dead));
+		die("%s: %s failed: %s", c->name, what, dead);
+	}
+	die("%s: %s: %s", c->name, what, strerror(err));
+}
+
+/*
+ * NOTIF_RECV only returns when a notification arrives or a signal is
+ * pending: it does not notice that the target died (the filter being
+ * orphaned only wakes poll()).  So a dead target would hang the supervisor.
+ * SIGCHLD (no SA_RESTART) interrupts a blocked RECV with EINTR; if it lands
+ * just before the ioctl is entered, replacing the listener fd with /dev/null
+ * makes that ioctl fail with ENOTTY instead of blocking.  Either way the
+ * caller sees an error with child_died set.
+ */
+static void on_sigchld(int sig)
+{
+	int saved = errno;
+	int fd = active_listener;
+
+	(void)sig;
+	child_died = 1;
+	if (fd >= 0)
+		dup2(devnull_fd, fd);
+	errno = saved;
+}
+
+/* ------------------------------------------------------------------ */
+/* target process                                                      */
+
+enum { ST_OK, ST_AFFINITY, ST_NO_NEW_PRIVS, ST_FILTER };
+static const char *const stage_names[] = {
+	"ok", "sched_setaffinity", "prctl(PR_SET_NO_NEW_PRIVS)",
+	"seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)"
+};
+
+struct target_report {
+	int stage;
+	int err;
+};
+
+static void target_send_report(int sock, int stage, int err, int fd)
+{
+	struct target_report rep = { stage, err };
+	struct iovec iov = { &rep, sizeof(rep) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg;
+	struct cmsghdr *cm;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = sizeof(u.buf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	/* If this fails the parent sees EOF and reports it. */
+	(void)sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
+
+static void target_main(int sock, const cpu_set_t *cpus, pid_t parent)
+	__attribute__((noreturn));
+static void target_main(int sock, const cpu_set_t *cpus, pid_t parent)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_gettid, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = {
+		.len = (unsigned short)(sizeof(filter) / sizeof(filter[0])),
+		.filter = filter,
+	};
+	unsigned int i;
+	long fd;
+
+	/* Never outlive the supervisor; the getppid() check closes the race
+	 * with a parent that died before prctl() took effect. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
+	    getppid() != parent)
+		_exit(TARGET_EXIT_SETUP);
+	signal(SIGCHLD, SIG_DFL);
+
+	/* Other configurations' listeners must not be kept alive by us. */
+	for (i = 0; i < nconfigs; i++)
+		if (configs[i].pair.listener >= 0)
+			close(configs[i].pair.listener);
+	if (probe_pair.listener >= 0)
+		close(probe_pair.listener);
+	close(devnull_fd);
+
+	/* Set explicitly even when unpinned: the supervisor may be pinned
+	 * right now and we would inherit that. */
+	if (sched_setaffinity(0, sizeof(*cpus), cpus) != 0) {
+		target_send_report(sock, ST_AFFINITY, errno, -1);
+		_exit(TARGET_EXIT_SETUP);
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		target_send_report(sock, ST_NO_NEW_PRIVS, errno, -1);
+		_exit(TARGET_EXIT_SETUP);
+	}
+	/*
+	 * No arch check in the filter (as in the perf code): this process
+	 * only makes native syscalls, and an extra BPF compare would only
+	 * add noise to the path being measured.
+	 */
+	fd = syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
+		     SECCOMP_FILTER_FLAG_NEW_LISTENER, &fprog);
+	if (fd < 0) {
+		target_send_report(sock, ST_FILTER, errno, -1);
+		_exit(TARGET_EXIT_SETUP);
+	}
+	target_send_report(sock, ST_OK, 0, (int)fd);
+	close((int)fd);
+	close(sock);
+
+	for (;;) {
+		long r = syscall(__NR_gettid);
+
+		if (r != NOTIF_MAGIC)
+			_exit(r < 0 ? TARGET_EXIT_ERRNO : TARGET_EXIT_VALUE);
+	}
+}
+
+/* Fork a target pinned to @cpus and receive its listener fd. */
+static void pair_start(struct pair *p, const cpu_set_t *cpus, const char *label)
+{
+	struct target_report rep;
+	struct iovec iov = { &rep, sizeof(rep) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr msg;
+	struct cmsghdr *cm;
+	pid_t parent = getpid();
+	ssize_t n;
+	int sv[2], fd = -1;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		die("%s: socketpair: %s", label, strerror(errno));
+	fflush(stdout);
+	fflush(stderr);
+	p->pid = fork();
+	if (p->pid < 0) {
+		int err = errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		die("%s: fork: %s", label, strerror(err));
+	}
+	if (p->pid == 0) {
+		close(sv[0]);
+		target_main(sv[1], cpus, parent);
+	}
+	close(sv[1]);
+
+	memset(&msg, 0, sizeof(msg));
+	memset(&u, 0, sizeof(u));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = u.buf;
+	msg.msg_controllen = sizeof(u.buf);
+	do
+		n = recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		int err = errno;
+
+		close(sv[0]);
+		die("%s: recvmsg from target: %s", label, strerror(err));
+	}
+	close(sv[0]);
+	/* EOF: the target exited (or was killed) before reporting. */
+	if (n != (ssize_t)sizeof(rep))
+		die("%s: target exited during setup", label);
+	cm = CMSG_FIRSTHDR(&msg);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	if (rep.stage != ST_OK) {
+		if (fd >= 0)
+			close(fd);
+		die("%s: target: %s: %s", label,
+		    rep.stage > 0 && rep.stage <= ST_FILTER ?
+		    stage_names[rep.stage] : "setup", strerror(rep.err));
+	}
+	if (fd < 0)
+		die("%s: target sent no listener fd", label);
+	p->listener = fd;
+}
+
+/* ------------------------------------------------------------------ */
+/* supervisor side                                                     */
+
+static void set_own_affinity(const struct config *c)
+{
+	if (sched_setaffinity(0, sizeof(c->sup_cpus), &c->sup_cpus) != 0)
+		die("%s: sched_setaffinity (supervisor): %s", c->name,
+		    strerror(errno));
+}
+
+/* Blocks until the target's next gettid arrives; returns its id. */
+static inline uint64_t notif_recv(const struct config *c)
+{
+	struct seccomp_notif req;
+
+	/* The kernel rejects a non-zeroed buffer with EINVAL. */
+	memset(&req, 0, sizeof(req));
+	if (ioctl(c->pair.listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0)
+		notif_fail(c, "SECCOMP_IOCTL_NOTIF_RECV");
+	if (req.data.nr != __NR_gettid)
+		die("%s: notification for unexpected syscall %d", c->name,
+		    req.data.nr);
+	return req.id;
+}
+
+static inline void notif_send(const struct config *c, uint64_t id)
+{
+	struct seccomp_notif_resp resp;
+
+	memset(&resp, 0, sizeof(resp));
+	resp.id = id;
+	resp.val = NOTIF_MAGIC;
+	resp.error = 0;
+	resp.flags = 0;
+	if (ioctl(c->pair.listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0)
+		notif_fail(c, "SECCOMP_IOCTL_NOTIF_SEND");
+}
+
+/*
+ * The supervisor always holds one received, unanswered notification
+ * (pair.pending_id) between samples, so the target is parked inside gettid
+ * and a timed loop of SEND+RECV covers exactly @loops full round trips.
+ */
+static void run_loops(struct config *c, uint64_t loops)
+{
+	uint64_t id = c->pair.pending_id;
+	uint64_t i;
+
+	for (i = 0; i < loops; i++) {
+		notif_send(c, id);
+		id = notif_recv(c);
+	}
+	c->pair.pending_id = id;
+}
+
+static double run_sample(struct config *c, uint64_t loops)
+{
+	struct timespec t0, t1;
+	int64_t ns;
+
+	set_own_affinity(c);
+	/* Arm the SIGCHLD escape before checking the flag: no gap where a
+	 * death could be missed. */
+	active_listener = c->pair.listener;
+	if (child_died)
+		notif_fail(c, "before sample");
+
+	/*
+	 * The pair has been idle while the other configurations ran and this
+	 * process may just have migrated; an untimed burst brings caches and
+	 * the scheduler's placement back to steady state.
+	 */
+	run_loops(c, loops / 10 < 1000 ? loops / 10 : 1000);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	run_loops(c, loops);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	active_listener = -1;
+
+	ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 +
+	     (t1.tv_nsec - t0.tv_nsec);
+	return (double)ns / 1000.0 / (double)loops;
+}
+
+/* Start the configuration's target, apply its mode, take the first
+ * notification so the pair is in the state run_loops() expects. */
+static void config_start(struct config *c)
+{
+	c->pair.pid = -1;
+	c->pair.listener = -1;
+	pair_start(&c->pair, &c->tgt_cpus, c->name);
+	if (c->mode == MODE_SYNC &&
+	    ioctl(c->pair.listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+		  (unsigned long)SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0)
+		die("%s: SECCOMP_IOCTL_NOTIF_SET_FLAGS: %s", c->name,
+		    strerror(errno));
+	active_listener = c->pair.listener;
+	if (child_died)
+		notif_fail(c, "before first notification");
+	c->pair.pending_id = notif_recv(c);
+	active_listener = -1;
+}
+
+/*
+ * Returns 0 if the kernel has SYNC_WAKE_UP, else EINVAL (what a kernel
+ * without the series answers for the unknown ioctl).  Other errors are
+ * fatal.  Runs before the SIGCHLD handler exists, so killing the probe
+ * target is not mistaken for a failure.
+ */
+static int probe_sync_wakeup(const cpu_set_t *allowed)
+{
+	int err = 0;
+
+	pair_start(&probe_pair, allowed, "sync probe");
+	if (ioctl(probe_pair.listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+		  (unsigned long)SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0) {
+		err = errno;
+		if (err != EINVAL)
+			die("sync probe: SECCOMP_IOCTL_NOTIF_SET_FLAGS: %s",
+			    strerror(err));
+	}
+	pair_stop(&probe_pair);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* command line                                                        */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [options]\n"
+		"  -l, --loops N          round trips per sample (default %d)\n"
+		"  -s, --samples N        measured samples per configuration (default %d)\n"
+		"  -w, --warmup N         discarded warm-up samples per configuration (default %d)\n"
+		"  -m, --modes LIST       comma list of: default, sync (default \"default,sync\")\n"
+		"  -p, --placements LIST  comma list of: unpinned, same-cpu, cross-cpu\n"
+		"                         (default all three)\n"
+		"  -h, --help             show this help\n"
+		"stdout lines: METRIC seccomp_notify.<mode>.<placement> <x.xxx> us/op |\n"
+		"              SKIP seccomp_notify.<mode>.<placement> <reason> | ERROR <text>\n",
+		prog_name, DEFAULT_LOOPS, DEFAULT_SAMPLES, DEFAULT_WARMUP);
+}
+
+static void bad_usage(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+static void bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	usage(stderr);
+	exit(2);
+}
+
+static uint64_t parse_count(const char *opt, const char *s, uint64_t min,
+			    uint64_t max)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	/* strtoull would silently accept "-1" and leading blanks. */
+	if (*s < '0' || *s > '9')
+		bad_usage("%s: invalid number '%s'", opt, s);
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		bad_usage("%s: '%s' is not a number in [%llu, %llu]", opt, s,
+			  (unsigned long long)min, (unsigned long long)max);
+	return v;
+}
+
+/* Parses a comma list of @names into a bitmask; duplicates are harmless. */
+static unsigned int parse_list(const char *opt, const char *arg,
+			       const char *const *names, int nnames)
+{
+	unsigned int mask = 0;
+	const char *p = arg;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		int i;
+
+		for (i = 0; i < nnames; i++)
+			if (strlen(names[i]) == len && !strncmp(p, names[i], len))
+				break;
+		if (i == nnames)
+			bad_usage("%s: unknown item '%.*s' in '%s'", opt,
+				  (int)len, p, arg);
+		mask |= 1u << i;
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	return mask;
+}
+
+static void mask_names(char *buf, size_t len, unsigned int mask,
+		       const char *const *names, int nnames)
+{
+	size_t off = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < nnames; i++)
+		if ((mask & (1u << i)) && off < len)
+			off += snprintf(buf + off, len - off, "%s%s",
+					off ? "," : "", names[i]);
+}
+
+/* ------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "loops", required_argument, NULL, 'l' },
+		{ "samples", required_argument, NULL, 's' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "modes", required_argument, NULL, 'm' },
+		{ "placements", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	uint64_t loops = DEFAULT_LOOPS;
+	unsigned long samples = DEFAULT_SAMPLES, warmup = DEFAULT_WARMUP;
+	unsigned int modes = (1u << NMODES) - 1;
+	unsigned int placements = (1u << NPLACEMENTS) - 1;
+	char modes_str[64], placements_str[64];
+	cpu_set_t allowed;
+	int ncpus, cpu_a = -1, cpu_b = -1, sync_err = 0;
+	struct sigaction sa;
+	unsigned long round;
+	unsigned int i;
+	int opt, m, pl;
+
+	if (argv[0] && argv[0][0]) {
+		const char *slash = strrchr(argv[0], '/');
+
+		prog_name = slash ? slash + 1 : argv[0];
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	opterr = 0;	/* bad_usage() words the complaint itself */
+	while ((opt = getopt_long(argc, argv, ":l:s:w:m:p:h", longopts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'l':
+			loops = parse_count("--loops", optarg, 1,
+					    UINT64_C(1) << 40);
+			break;
+		case 's':
+			samples = parse_count("--samples", optarg, 1, 1000000);
+			break;
+		case 'w':
+			warmup = parse_count("--warmup", optarg, 0, 1000000);
+			break;
+		case 'm':
+			modes = parse_list("--modes", optarg, mode_names,
+					   NMODES);
+			break;
+		case 'p':
+			placements = parse_list("--placements", optarg,
+						placement_names, NPLACEMENTS);
+			break;
+		case 'h':
+			usage(stderr);
+			return 0;
+		case ':':
+			bad_usage("option '%s' needs an argument",
+				  argv[optind - 1]);
+		default:
+			/* optopt is 0 for an unknown long option. */
+			if (optopt)
+				bad_usage("unknown option '-%c'", optopt);
+			bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		bad_usage("unexpected argument '%s'", argv[optind]);
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		die("sched_getaffinity: %s", strerror(errno));
+	ncpus = CPU_COUNT(&allowed);
+	for (i = 0; i < CPU_SETSIZE; i++) {
+		if (!CPU_ISSET(i, &allowed))
+			continue;
+		if (cpu_a < 0)
+			cpu_a = (int)i;
+		else if (cpu_b < 0)
+			cpu_b = (int)i;
+	}
+
+	mask_names(modes_str, sizeof(modes_str), modes, mode_names, NMODES);
+	mask_names(placements_str, sizeof(placements_str), placements,
+		   placement_names, NPLACEMENTS);
+	fprintf(stderr, "# %s: loops=%llu samples=%lu warmup=%lu modes=%s "
+		"placements=%s cpus=%d (first=%d second=%d)\n", prog_name,
+		(unsigned long long)loops, samples, warmup, modes_str,
+		placements_str, ncpus, cpu_a, cpu_b);
+
+	devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull_fd < 0)
+		die("open /dev/null: %s", strerror(errno));
+
+	if (modes & (1u << MODE_SYNC))
+		sync_err = probe_sync_wakeup(&allowed);
+
+	for (m = 0; m < NMODES; m++) {
+		if (!(modes & (1u << m)))
+			continue;
+		for (pl = 0; pl < NPLACEMENTS; pl++) {
+			struct config *c;
+
+			if (!(placements & (1u << pl)))
+				continue;
+			c = &configs[nconfigs++];
+			snprintf(c->name, sizeof(c->name), "seccomp_notify.%s.%s",
+				 mode_names[m], placement_names[pl]);
+			c->mode = m;
+			c->pair.pid = -1;
+			c->pair.listener = -1;
+			c->sup_cpus = allowed;
+			c->tgt_cpus = allowed;
+			if (m == MODE_SYNC && sync_err) {
+				c->skip = true;
+				snprintf(c->skip_reason, sizeof(c->skip_reason),
+					 "SECCOMP_IOCTL_NOTIF_SET_FLAGS: %s "
+					 "(kernel lacks SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)",
+					 sync_err == EINVAL ? "EINVAL" :
+					 strerror(sync_err));
+			} else if (pl == PL_CROSS_CPU && ncpus < 2) {
+				c->skip = true;
+				snprintf(c->skip_reason, sizeof(c->skip_reason),
+					 "needs 2 CPUs, have %d", ncpus);
+			} else if (pl == PL_SAME_CPU) {
+				CPU_ZERO(&c->sup_cpus);
+				CPU_SET(cpu_a, &c->sup_cpus);
+				c->tgt_cpus = c->sup_cpus;
+			} else if (pl == PL_CROSS_CPU) {
+				CPU_ZERO(&c->sup_cpus);
+				CPU_SET(cpu_a, &c->sup_cpus);
+				CPU_ZERO(&c->tgt_cpus);
+				CPU_SET(cpu_b, &c->tgt_cpus);
+			}
+		}
+	}
+
+	for (i = 0; i < nconfigs; i++)
+		if (configs[i].skip)
+			printf("SKIP %s %s\n", configs[i].name,
+			       configs[i].skip_reason);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigchld;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocked RECV must return EINTR.  NOCLDSTOP: only
+	 * deaths matter, not job-control stops. */
+	sa.sa_flags = SA_NOCLDSTOP;
+	if (sigaction(SIGCHLD, &sa, NULL) != 0)
+		die("sigaction(SIGCHLD): %s", strerror(errno));
+
+	for (i = 0; i < nconfigs; i++) {
+		struct config *c = &configs[i];
+
+		if (c->skip)
+			continue;
+		c->samples = calloc(samples, sizeof(double));
+		if (!c->samples)
+			die("out of memory");
+		config_start(c);
+	}
+
+	for (round = 0; round < warmup + samples; round++) {
+		for (i = 0; i < nconfigs; i++) {
+			struct config *c = &configs[i];
+			double us;
+
+			if (c->skip)
+				continue;
+			us = run_sample(c, loops);
+			if (round < warmup) {
+				fprintf(stderr, "# warmup %s %.3f us/op\n",
+					c->name, us);
+			} else {
+				c->samples[c->nsamples++] = us;
+				printf("METRIC %s %.3f us/op\n", c->name, us);
+			}
+		}
+	}
+
+	teardown_all();
+
+	for (i = 0; i < nconfigs; i++) {
+		struct config *c = &configs[i];
+
+		if (c->skip || !c->nsamples)
+			continue;
+		qsort(c->samples, c->nsamples, sizeof(double), cmp_double);
+		fprintf(stderr, "# summary %s: median %.3f min %.3f max %.3f "
+			"us/op (n=%lu)\n", c->name,
+			c->nsamples % 2 ? c->samples[c->nsamples / 2] :
+			(c->samples[c->nsamples / 2 - 1] +
+			 c->samples[c->nsamples / 2]) / 2,
+			c->samples[0], c->samples[c->nsamples - 1],
+			c->nsamples);
+		free(c->samples);
+	}
+	return 0;
+}

@@ -1,0 +1,146 @@
+//! The content-keyed cache outside the checkout (`$KMATRIX_CACHE`, else
+//! `$XDG_CACHE_HOME/kmatrix`, else `~/.cache/kmatrix`), shared by fresh
+//! clones and CI runs on the same machine, and guarded by a lock.
+//!
+//! Layout:
+//!   src/<source-id>/          pristine base tree, a git repo (commit "base")
+//!   trees/<kernel>/<variant>/ git worktree with the series as commits
+//!   config/<key>/.config      final configs by input hash
+//!   build/<kernel>/<variant>/<arch>/<config>/  persistent O= dirs
+//!   kernels/<key>/            built images by content key + manifest.json
+//!   guest/<key>/              static guest programs
+//!   headers/<key>/            headers_install output
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+pub struct Cache {
+    pub root: PathBuf,
+    _lock: File,
+}
+
+pub fn default_root() -> PathBuf {
+    if let Some(p) = std::env::var_os("KMATRIX_CACHE") {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into())).join(".cache"));
+    base.join("kmatrix")
+}
+
+impl Cache {
+    /// Opens the cache, waiting for another run's lock (with a message) or,
+    /// with `wait == false`, refusing.
+    pub fn open(root: PathBuf, wait: bool) -> Result<Cache> {
+        std::fs::create_dir_all(&root).with_context(|| format!("creating cache {}", root.display()))?;
+        let lock_path = root.join("lock");
+        let lock = File::options().create(true).append(true).open(&lock_path)?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&lock);
+        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let holder = std::fs::read_to_string(root.join("lock.owner")).unwrap_or_default();
+            if !wait {
+                bail!("the cache {} is in use by another run ({}); refusing (without --no-wait it waits)", root.display(), holder.trim());
+            }
+            eprintln!("kmatrix: waiting for the cache lock {} held by {}", lock_path.display(), holder.trim());
+            if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
+                bail!("flock {}: {}", lock_path.display(), std::io::Error::last_os_error());
+            }
+        }
+        let _ = std::fs::write(root.join("lock.owner"), format!("pid {}\n", std::process::id()));
+        Ok(Cache { root, _lock: lock })
+    }
+
+    pub fn dir(&self, parts: &[&str]) -> PathBuf {
+        let mut p = self.root.clone();
+        for part in parts {
+            p.push(part);
+        }
+        p
+    }
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex(&Sha256::digest(data))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+/// Hashes labelled parts so that ("ab","c") and ("a","bc") differ.
+#[derive(Default)]
+pub struct KeyBuilder(Sha256);
+
+impl KeyBuilder {
+    pub fn new(kind: &str) -> Self {
+        let mut k = KeyBuilder(Sha256::new());
+        k.add("kind", kind.as_bytes());
+        k
+    }
+    pub fn add(&mut self, label: &str, data: &[u8]) -> &mut Self {
+        self.0.update((label.len() as u64).to_le_bytes());
+        self.0.update(label.as_bytes());
+        self.0.update((data.len() as u64).to_le_bytes());
+        self.0.update(data);
+        self
+    }
+    pub fn finish(&self) -> String {
+        hex(&self.0.clone().finalize())[..24].to_string()
+    }
+}
+
+/// Writes `data` to `path` through a temporary file and a rename.
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let tmp = path.with_file_name(format!(".{}.tmp", path.file_name().unwrap().to_string_lossy()));
+    std::fs::write(&tmp, data).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_separate_parts() {
+        let a = KeyBuilder::new("k").add("x", b"ab").add("y", b"c").finish();
+        let b = KeyBuilder::new("k").add("x", b"a").add("y", b"bc").finish();
+        assert_ne!(a, b);
+        assert_eq!(a, KeyBuilder::new("k").add("x", b"ab").add("y", b"c").finish());
+    }
+
+    #[test]
+    fn second_open_refuses_without_wait() {
+        let root = std::env::temp_dir().join(format!("kmatrix-lock-{}", std::process::id()));
+        let first = Cache::open(root.clone(), false).unwrap();
+        // flock locks belong to the open file description: a second open in
+        // the same process conflicts just as another process would.
+        let e = Cache::open(root.clone(), false).err().expect("second open must refuse");
+        assert!(e.to_string().contains("in use by another run"), "{e}");
+        drop(first);
+        Cache::open(root.clone(), false).unwrap();
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}

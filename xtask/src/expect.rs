@@ -1,0 +1,161 @@
+//! Expectations: does a cell show what matrix.toml says it should?
+//!
+//! Pure. By default every test and every case must pass, with no skips; an
+//! `[[expect]]` entry overrides that for a test or a single case. Crashes,
+//! timeouts and build/apply/config/infra errors are always mismatches.
+
+use crate::matrix::{Expect, ExpectedOutcome};
+use crate::results::{CellResult, Outcome};
+
+fn matches(expected: ExpectedOutcome, got: Outcome) -> bool {
+    matches!(
+        (expected, got),
+        (ExpectedOutcome::Pass, Outcome::Pass) | (ExpectedOutcome::Fail, Outcome::Fail) | (ExpectedOutcome::Skip, Outcome::Skip)
+    )
+}
+
+fn name(o: ExpectedOutcome) -> &'static str {
+    match o {
+        ExpectedOutcome::Pass => "pass",
+        ExpectedOutcome::Fail => "fail",
+        ExpectedOutcome::Skip => "skip",
+    }
+}
+
+/// Returns (as_expected, mismatches), each mismatch a readable sentence.
+pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
+    let mut out = Vec::new();
+    match cell.outcome {
+        Outcome::Pass | Outcome::Fail | Outcome::Flaky => {}
+        o => {
+            let why = cell.evidence.first().map_or(String::new(), |e| format!(": {}", e.what));
+            out.push(format!("{}: cell outcome {o}{why}", cell.id));
+            return (false, out);
+        }
+    }
+    for t in &cell.tests {
+        let test_expect = expects.iter().find(|e| e.test.get_ref() == &t.name && e.case.is_none());
+        let mut explained_by_cases = false;
+        for c in &t.cases {
+            let e = expects.iter().find(|e| e.test.get_ref() == &t.name && e.case.as_deref() == Some(c.name.as_str()));
+            let want = e.map(|e| e.outcome).or(test_expect.map(|e| e.outcome)).unwrap_or(ExpectedOutcome::Pass);
+            if matches(want, c.outcome) {
+                explained_by_cases |= c.outcome == Outcome::Fail;
+            } else {
+                let reason = c.reason.as_deref().map_or(String::new(), |r| format!(" ({r})"));
+                out.push(format!("{} {}/{}: {}{reason}, expected {}", cell.id, t.name, c.name, c.outcome, name(want)));
+            }
+        }
+        for e in expects.iter().filter(|e| e.test.get_ref() == &t.name) {
+            if let Some(case) = &e.case {
+                if !t.cases.iter().any(|c| &c.name == case) {
+                    out.push(format!("{} {}/{case}: did not run, expected {} ({})", cell.id, t.name, name(e.outcome), e.reason));
+                }
+            }
+        }
+        let want = test_expect.map_or(ExpectedOutcome::Pass, |e| e.outcome);
+        // A test that failed only through expected case failures is fine.
+        let test_ok = matches(want, t.outcome) || (t.outcome == Outcome::Fail && explained_by_cases && t.reason.as_deref().is_some_and(|r| r.contains("cases failed")));
+        if !test_ok {
+            let reason = t.reason.as_deref().map_or(String::new(), |r| format!(" ({r})"));
+            out.push(format!("{} {}: {}{reason}, expected {}", cell.id, t.name, t.outcome, name(want)));
+        }
+    }
+    for e in expects {
+        if !cell.tests.iter().any(|t| &t.name == e.test.get_ref()) {
+            out.push(format!("{} {}: did not run, expected {}", cell.id, e.test.get_ref(), name(e.outcome)));
+        }
+    }
+    if cell.outcome == Outcome::Fail && out.is_empty() && !cell.evidence.is_empty() {
+        // Failed for a reason outside the tests: a kernel warning, say.
+        out.push(format!("{}: {}", cell.id, cell.evidence[0].what));
+    }
+    (out.is_empty(), out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::Matrix;
+    use crate::results::*;
+
+    fn matrix() -> Matrix {
+        let text = r#"
+[run]
+arches = ["x86_64"]
+configs = ["c"]
+tests = ["t"]
+[kernel.k]
+source = { debian = "linux-source-6.1" }
+[config.c]
+base = "tinyconfig"
+[test.t]
+kind = "kselftest"
+dir = "d"
+sources = ["t.c"]
+[[expect]]
+cell = "*/base/*/*"
+test = "t"
+case = "sync"
+outcome = "fail"
+reason = "no feature"
+"#;
+        Matrix::parse("m.toml", text).unwrap()
+    }
+
+    fn cell(cases: &[(&str, Outcome)], outcome: Outcome) -> CellResult {
+        let failed = cases.iter().filter(|c| c.1 == Outcome::Fail).count();
+        CellResult {
+            id: "k/base/x86_64/c".into(),
+            kernel: "k".into(),
+            variant: "base".into(),
+            arch: "x86_64".into(),
+            config: "c".into(),
+            accel: "tcg".into(),
+            outcome,
+            as_expected: false,
+            mismatches: vec![],
+            evidence: vec![],
+            tests: vec![TestResult {
+                name: "t".into(),
+                outcome: if failed > 0 { Outcome::Fail } else { Outcome::Pass },
+                reason: (failed > 0).then(|| format!("{failed} of {} cases failed", cases.len())),
+                duration_s: None,
+                cases: cases.iter().map(|(n, o)| CaseResult { name: n.to_string(), outcome: *o, reason: None }).collect(),
+            }],
+            metrics: vec![],
+            timings: Timings::default(),
+            logs: Logs::default(),
+            reproduce: Reproduce::default(),
+            build_key: String::new(),
+        }
+    }
+
+    #[test]
+    fn expected_failure_is_as_expected() {
+        let m = matrix();
+        let e: Vec<&Expect> = m.expect.iter().collect();
+        let (ok, mm) = check(&cell(&[("a", Outcome::Pass), ("sync", Outcome::Fail)], Outcome::Fail), &e);
+        assert!(ok, "{mm:?}");
+    }
+
+    #[test]
+    fn unexpected_pass_skip_and_missing_case_are_mismatches() {
+        let m = matrix();
+        let e: Vec<&Expect> = m.expect.iter().collect();
+        let (ok, mm) = check(&cell(&[("a", Outcome::Pass), ("sync", Outcome::Pass)], Outcome::Pass), &e);
+        assert!(!ok);
+        assert_eq!(mm, ["k/base/x86_64/c t/sync: pass, expected fail"]);
+        let (_, mm) = check(&cell(&[("a", Outcome::Skip), ("sync", Outcome::Fail)], Outcome::Fail), &e);
+        assert_eq!(mm, ["k/base/x86_64/c t/a: skip, expected pass"]);
+        let (_, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Pass), &e);
+        assert_eq!(mm, ["k/base/x86_64/c t/sync: did not run, expected fail (no feature)"]);
+    }
+
+    #[test]
+    fn crash_is_always_a_mismatch() {
+        let (ok, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Crash), &[]);
+        assert!(!ok);
+        assert!(mm[0].contains("cell outcome crash"));
+    }
+}

@@ -1,0 +1,244 @@
+//! `cargo xtask`: what does this kernel patch series do to the kernel?
+//!
+//! Parses flags and dispatches; each subcommand's work lives in its module.
+//! Exit codes: 0 every cell as expected, 1 some cell differs from its
+//! expectation, 2 the harness could not run (bad input, missing tools).
+
+mod cache;
+mod console;
+mod cpio;
+mod expect;
+mod guest;
+mod guestlog;
+mod kbuild;
+mod ktap;
+mod matrix;
+mod qemu;
+mod report;
+mod results;
+mod runner;
+mod setup;
+mod signals;
+mod source;
+mod stats;
+mod ui;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Build, boot and test kernel patch series in QEMU")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build, boot and test every selected cell; write results.json + summary.md.
+    Matrix(MatrixArgs),
+    /// Boot one cell with an interactive busybox shell on the console.
+    Boot {
+        /// Cell id: kernel/variant/arch/config.
+        cell: String,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
+    },
+    /// Install the host packages the harness needs (Debian/Ubuntu, root or sudo).
+    Setup,
+}
+
+#[derive(Args)]
+struct MatrixArgs {
+    #[arg(long, default_value = "matrix.toml")]
+    matrix: PathBuf,
+    #[arg(long)]
+    arch: Vec<String>,
+    #[arg(long)]
+    kernel: Vec<String>,
+    #[arg(long)]
+    variant: Vec<String>,
+    #[arg(long)]
+    test: Vec<String>,
+    /// Cell id or glob (`*` matches one component), e.g. `*/base/arm64/*`.
+    #[arg(long)]
+    cell: Vec<String>,
+    /// Run directory (default results/<timestamp>; results/latest links to it).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Do not install missing host packages.
+    #[arg(long)]
+    no_setup: bool,
+    /// Refuse instead of waiting when another run holds the cache lock.
+    #[arg(long)]
+    no_wait: bool,
+    /// Extra kernel command line for every guest (debugging, fault injection).
+    #[arg(long)]
+    cmdline: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    signals::install();
+    let root = repo_root();
+    if let Err(e) = std::env::set_current_dir(&root) {
+        eprintln!("error: cannot enter {}: {e}", root.display());
+        return ExitCode::from(2);
+    }
+    let r = match cli.cmd {
+        Cmd::Matrix(a) => cmd_matrix(&root, a),
+        Cmd::Boot { cell, matrix } => cmd_boot(&root, &cell, &matrix).map(|_| 0),
+        Cmd::Setup => setup::ensure(&[]).map(|_| 0),
+    };
+    match r {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn load_matrix(path: &Path) -> Result<matrix::Matrix> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    matrix::Matrix::parse(&path.display().to_string(), &text)
+}
+
+fn debian_packages(m: &matrix::Matrix) -> Vec<String> {
+    m.kernel
+        .values()
+        .filter_map(|k| match k.source.get_ref() {
+            matrix::SourceSpec::Debian(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// UTC `YYYYmmdd-HHMMSS` without a date crate (days-from-civil inverse).
+fn timestamp() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+fn host_info() -> results::Host {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default().trim().to_string();
+    let qemu = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    results::Host {
+        hostname: read("/proc/sys/kernel/hostname"),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        qemu,
+    }
+}
+
+fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
+    let m = load_matrix(&a.matrix)?;
+    let filters = matrix::Filters { arch: a.arch, kernel: a.kernel, variant: a.variant, test: a.test, cell: a.cell };
+    let cells = m.cells(&filters)?;
+    if !a.no_setup {
+        setup::ensure(&debian_packages(&m))?;
+    }
+    let cache = cache::Cache::open(cache::default_root(), !a.no_wait)?;
+    let run_dir = match a.out {
+        Some(d) => d,
+        None => {
+            let d = root.join("results").join(timestamp());
+            std::fs::create_dir_all(&d)?;
+            let latest = root.join("results/latest");
+            let _ = std::fs::remove_file(&latest);
+            let _ = std::os::unix::fs::symlink(d.file_name().unwrap(), &latest);
+            d
+        }
+    };
+    std::fs::create_dir_all(&run_dir)?;
+    let run_dir = std::fs::canonicalize(&run_dir)?;
+    let results_path = run_dir.join("results.json");
+    // An existing results.json in --out is extended: cells re-run replace theirs.
+    let mut run = results::Run::load(&results_path).unwrap_or(results::Run {
+        schema: results::SCHEMA_VERSION,
+        started: timestamp(),
+        host: host_info(),
+        matrix: a.matrix.display().to_string(),
+        cells: vec![],
+        comparisons: vec![],
+    });
+    let ui = ui::Ui::new();
+    ui.println(&format!("kmatrix: {} cells, cache {}, results {}", cells.len(), cache.root.display(), run_dir.display()));
+    let mut ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, run_dir.clone(), &ui);
+    ctx.extra_cmdline = a.cmdline;
+    for (i, cell) in cells.iter().enumerate() {
+        if signals::interrupted() {
+            break;
+        }
+        let cu = ui.cell(i + 1, cells.len(), &cell.id());
+        let r = runner::run_cell(&ctx, cell, &cu);
+        let t = &r.timings;
+        cu.finish(&format!(
+            "{}{} (source {:.1}s, config {:.1}s, build {}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s)",
+            r.outcome,
+            if r.as_expected { "" } else { " NOT AS EXPECTED" },
+            t.source_s,
+            t.config_s,
+            if t.build_cached { "cached".to_string() } else { format!("{:.1}s", t.build_s) },
+            t.rootfs_s,
+            t.boot_s,
+            t.guest_s
+        ));
+        if signals::interrupted() && r.outcome == results::Outcome::InfraError {
+            ui.println(&format!("{}: interrupted; not recorded", cell.id()));
+            break;
+        }
+        run.upsert(r);
+        run.save(&results_path)?;
+    }
+    let summary = report::markdown(&run);
+    std::fs::write(run_dir.join("summary.md"), &summary)?;
+    println!("{summary}");
+    println!("results: {}", results_path.display());
+    if signals::interrupted() {
+        eprintln!("interrupted: results so far saved in {}", results_path.display());
+        return Ok(2);
+    }
+    let selected: Vec<String> = cells.iter().map(|c| c.id()).collect();
+    let bad: Vec<&results::CellResult> = run.cells.iter().filter(|c| selected.contains(&c.id) && !c.as_expected).collect();
+    for c in &bad {
+        for mm in &c.mismatches {
+            eprintln!("MISMATCH {mm}");
+        }
+    }
+    Ok(if bad.is_empty() { 0 } else { 1 })
+}
+
+fn cmd_boot(root: &Path, id: &str, matrix_path: &Path) -> Result<()> {
+    let m = load_matrix(matrix_path)?;
+    let filters = matrix::Filters { cell: vec![id.to_string()], ..Default::default() };
+    let cells = m.cells(&filters)?;
+    let cell = &cells[0];
+    let cache = cache::Cache::open(cache::default_root(), true)?;
+    let dir = std::env::temp_dir().join(format!("kmatrix-boot-{}", std::process::id()));
+    let ui = ui::Ui::new();
+    let ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, dir, &ui);
+    let cu = ui.cell(1, 1, &cell.id());
+    runner::boot_interactive(&ctx, cell, &cu)
+}

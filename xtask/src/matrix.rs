@@ -1,0 +1,464 @@
+//! matrix.toml: the schema, its validation, and expansion into cells.
+//!
+//! Pure: parsing and planning never touch the file system beyond reading the
+//! one TOML file handed in, so every rule is unit-tested on strings.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use anyhow::{bail, Result};
+use serde::Deserialize;
+use toml::Spanned;
+
+pub const ARCHES: &[&str] = &["x86_64", "arm64"];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    pub run: RunSettings,
+    pub kernel: BTreeMap<String, Kernel>,
+    #[serde(default)]
+    pub series: BTreeMap<String, Series>,
+    pub config: BTreeMap<String, ConfigSpec>,
+    pub test: BTreeMap<String, TestSpec>,
+    #[serde(default)]
+    pub expect: Vec<Expect>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    pub arches: Vec<Spanned<String>>,
+    pub configs: Vec<Spanned<String>>,
+    pub tests: Vec<Spanned<String>>,
+    #[serde(default = "default_smp")]
+    pub smp: u32,
+    #[serde(default = "default_memory")]
+    pub memory_mb: u32,
+    #[serde(default = "default_cell_timeout")]
+    pub cell_timeout_s: u64,
+}
+fn default_smp() -> u32 {
+    2
+}
+fn default_memory() -> u32 {
+    1024
+}
+fn default_cell_timeout() -> u64 {
+    600
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    pub source: Spanned<SourceSpec>,
+    #[serde(default)]
+    pub series: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub selftests_from: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+pub enum SourceSpec {
+    /// A Debian `linux-source-X.Y` package: /usr/src/linux-source-X.Y.tar.xz.
+    Debian(String),
+    /// A local tarball (any compression tar understands).
+    Tarball(String),
+    /// A local git tree and a revision in it.
+    Git { path: String, rev: String },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Series {
+    /// Directory of patch files; applied in the order of its `series` file,
+    /// or in file-name order when there is none.
+    pub dir: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigSpec {
+    /// A make target that writes the starting .config (tinyconfig, defconfig).
+    pub base: String,
+    #[serde(default)]
+    pub fragments: Vec<String>,
+    #[serde(default)]
+    pub arch_fragments: BTreeMap<Spanned<String>, Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestKind {
+    /// A kselftest program built from the kernel tree; TAP/KTAP output.
+    Kselftest,
+    /// A guest program from rootfs/ printing METRIC/SKIP lines.
+    Bench,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    pub kind: TestKind,
+    /// kselftest: directory inside the kernel tree.
+    #[serde(default)]
+    pub dir: Option<String>,
+    /// kselftest: C files in `dir` linked into one program named after the first.
+    #[serde(default)]
+    pub sources: Vec<String>,
+    /// bench: C file in this repository.
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub libs: Vec<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Kconfig lines this test needs beyond the kselftest's own `config`.
+    #[serde(default)]
+    pub config: Vec<Spanned<String>>,
+    /// Per-test timeout in the guest; default: the kselftest `settings`
+    /// file's timeout, else 180 s.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExpectedOutcome {
+    Pass,
+    Fail,
+    Skip,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Glob over cell ids; `*` matches one path component.
+    pub cell: String,
+    pub test: Spanned<String>,
+    #[serde(default)]
+    pub case: Option<String>,
+    pub outcome: ExpectedOutcome,
+    pub reason: String,
+}
+
+/// One unit of work: a kernel tree variant, built for one arch and config,
+/// booted once, running every selected test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub kernel: String,
+    /// `base` or a series name.
+    pub variant: String,
+    pub arch: String,
+    pub config: String,
+    pub tests: Vec<String>,
+}
+
+impl Cell {
+    pub fn id(&self) -> String {
+        format!("{}/{}/{}/{}", self.kernel, self.variant, self.arch, self.config)
+    }
+    pub fn series(&self) -> Option<&str> {
+        (self.variant != "base").then_some(self.variant.as_str())
+    }
+}
+
+impl fmt::Display for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.id())
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Filters {
+    pub arch: Vec<String>,
+    pub kernel: Vec<String>,
+    pub variant: Vec<String>,
+    pub test: Vec<String>,
+    pub cell: Vec<String>,
+}
+
+/// Turns a byte offset into "line L, column C" of `text` (1-based).
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+impl Matrix {
+    /// Parses and validates; errors name the file, line and what was expected.
+    pub fn parse(path: &str, text: &str) -> Result<Matrix> {
+        let m: Matrix = match toml::from_str(text) {
+            Ok(m) => m,
+            Err(e) => {
+                let where_ = e
+                    .span()
+                    .map(|s| {
+                        let (l, c) = line_col(text, s.start);
+                        format!("{path}:{l}:{c}")
+                    })
+                    .unwrap_or_else(|| path.to_string());
+                bail!("{where_}: {}", e.message());
+            }
+        };
+        m.validate(path, text)?;
+        Ok(m)
+    }
+
+    fn validate(&self, path: &str, text: &str) -> Result<()> {
+        let err = |span: std::ops::Range<usize>, msg: String| -> anyhow::Error {
+            let (l, c) = line_col(text, span.start);
+            anyhow::anyhow!("{path}:{l}:{c}: {msg}")
+        };
+        for a in &self.run.arches {
+            if !ARCHES.contains(&a.get_ref().as_str()) {
+                return Err(err(a.span(), format!("unknown arch `{}`, expected one of {ARCHES:?}", a.get_ref())));
+            }
+        }
+        for c in &self.run.configs {
+            if !self.config.contains_key(c.get_ref()) {
+                return Err(err(c.span(), format!("config `{}` is not defined in a [config.{}] table", c.get_ref(), c.get_ref())));
+            }
+        }
+        for t in &self.run.tests {
+            if !self.test.contains_key(t.get_ref()) {
+                return Err(err(t.span(), format!("test `{}` is not defined in a [test.{}] table", t.get_ref(), t.get_ref())));
+            }
+        }
+        if self.run.smp == 0 || self.run.smp > 64 {
+            bail!("{path}: run.smp = {} is out of range, expected 1..=64", self.run.smp);
+        }
+        if self.run.memory_mb < 128 {
+            bail!("{path}: run.memory_mb = {} is too small, expected at least 128", self.run.memory_mb);
+        }
+        for (name, k) in &self.kernel {
+            if name.contains('/') || name == "base" {
+                bail!("{path}: kernel name `{name}` may not contain `/` or be `base`");
+            }
+            for s in &k.series {
+                if !self.series.contains_key(s.get_ref()) {
+                    return Err(err(s.span(), format!("series `{}` is not defined in a [series.\"{}\"] table", s.get_ref(), s.get_ref())));
+                }
+            }
+            if let Some(from) = &k.selftests_from {
+                if !k.series.iter().any(|s| s.get_ref() == from.get_ref()) && from.get_ref() != "base" {
+                    return Err(err(from.span(), format!("selftests_from = `{}`: expected `base` or one of this kernel's series", from.get_ref())));
+                }
+            }
+            if let SourceSpec::Debian(pkg) = k.source.get_ref() {
+                if !pkg.starts_with("linux-source-") {
+                    return Err(err(k.source.span(), format!("debian source `{pkg}`: expected a linux-source-X.Y package")));
+                }
+            }
+        }
+        for (name, c) in &self.config {
+            for a in c.arch_fragments.keys() {
+                if !ARCHES.contains(&a.get_ref().as_str()) {
+                    return Err(err(a.span(), format!("config.{name}.arch_fragments: unknown arch `{}`, expected one of {ARCHES:?}", a.get_ref())));
+                }
+            }
+        }
+        for (name, t) in &self.test {
+            match t.kind {
+                TestKind::Kselftest if t.dir.is_none() || t.sources.is_empty() => {
+                    bail!("{path}: [test.{name}] kind = \"kselftest\" needs `dir` and `sources`")
+                }
+                TestKind::Bench if t.source.is_none() => {
+                    bail!("{path}: [test.{name}] kind = \"bench\" needs `source`")
+                }
+                _ => {}
+            }
+            for line in &t.config {
+                if parse_config_line(line.get_ref()).is_none() {
+                    return Err(err(line.span(), format!("`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`", line.get_ref())));
+                }
+            }
+        }
+        for e in &self.expect {
+            if !self.test.contains_key(e.test.get_ref()) {
+                return Err(err(e.test.span(), format!("expect: unknown test `{}`", e.test.get_ref())));
+            }
+            if e.cell.split('/').count() != 4 {
+                bail!("{path}: expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell);
+            }
+        }
+        Ok(())
+    }
+
+    /// Expands the matrix into cells, in build order, keeping those the
+    /// filters select. Unknown filter values are errors, not empty runs.
+    pub fn cells(&self, f: &Filters) -> Result<Vec<Cell>> {
+        let check = |what: &str, wanted: &[String], known: Vec<String>| -> Result<()> {
+            for w in wanted {
+                if !known.contains(w) {
+                    bail!("--{what} {w}: not in the matrix; known: {}", known.join(", "));
+                }
+            }
+            Ok(())
+        };
+        let arches: Vec<String> = self.run.arches.iter().map(|a| a.get_ref().clone()).collect();
+        let tests: Vec<String> = self.run.tests.iter().map(|a| a.get_ref().clone()).collect();
+        check("arch", &f.arch, arches.clone())?;
+        check("kernel", &f.kernel, self.kernel.keys().cloned().collect())?;
+        check("test", &f.test, tests.clone())?;
+        let mut variants = vec!["base".to_string()];
+        variants.extend(self.series.keys().cloned());
+        check("variant", &f.variant, variants)?;
+
+        let keep = |wanted: &[String], v: &str| wanted.is_empty() || wanted.iter().any(|w| w == v);
+        let tests: Vec<String> = tests.into_iter().filter(|t| keep(&f.test, t)).collect();
+        let mut cells = Vec::new();
+        for (kname, k) in &self.kernel {
+            let mut vs = vec!["base".to_string()];
+            vs.extend(k.series.iter().map(|s| s.get_ref().clone()));
+            for v in &vs {
+                for a in &arches {
+                    for c in &self.run.configs {
+                        let cell = Cell {
+                            kernel: kname.clone(),
+                            variant: v.clone(),
+                            arch: a.clone(),
+                            config: c.get_ref().clone(),
+                            tests: tests.clone(),
+                        };
+                        if keep(&f.kernel, kname)
+                            && keep(&f.variant, v)
+                            && keep(&f.arch, a)
+                            && (f.cell.is_empty() || f.cell.iter().any(|g| glob_match(g, &cell.id())))
+                        {
+                            cells.push(cell);
+                        }
+                    }
+                }
+            }
+        }
+        if cells.is_empty() {
+            bail!("the filters select no cell");
+        }
+        Ok(cells)
+    }
+
+    /// Expectations that apply to a cell, in file order.
+    pub fn expectations<'a>(&'a self, cell: &Cell) -> Vec<&'a Expect> {
+        self.expect.iter().filter(|e| glob_match(&e.cell, &cell.id())).collect()
+    }
+}
+
+/// `*` matches exactly one path component; anything else matches literally.
+pub fn glob_match(pattern: &str, id: &str) -> bool {
+    let p: Vec<&str> = pattern.split('/').collect();
+    let i: Vec<&str> = id.split('/').collect();
+    p.len() == i.len() && p.iter().zip(&i).all(|(p, i)| *p == "*" || p == i)
+}
+
+/// `CONFIG_FOO=y` -> ("CONFIG_FOO", "y"); `# CONFIG_FOO is not set` -> ("CONFIG_FOO", "n").
+pub fn parse_config_line(line: &str) -> Option<(String, String)> {
+    let line = line.trim();
+    if let Some(rest) = line.strip_prefix("# ") {
+        let name = rest.strip_suffix(" is not set")?;
+        return name.starts_with("CONFIG_").then(|| (name.to_string(), "n".to_string()));
+    }
+    let (k, v) = line.split_once('=')?;
+    (k.starts_with("CONFIG_") && !v.is_empty()).then(|| (k.to_string(), v.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[run]
+arches = ["x86_64", "arm64"]
+configs = ["tiny"]
+tests = ["t1"]
+
+[kernel."6.1"]
+source = { debian = "linux-source-6.1" }
+series = ["s1"]
+
+[series.s1]
+dir = "kernels/series/s1"
+
+[config.tiny]
+base = "tinyconfig"
+
+[test.t1]
+kind = "kselftest"
+dir = "tools/testing/selftests/seccomp"
+sources = ["seccomp_bpf.c"]
+
+[[expect]]
+cell = "*/base/*/*"
+test = "t1"
+case = "global.x"
+outcome = "fail"
+reason = "r"
+"#;
+
+    fn parse_err(text: &str) -> String {
+        Matrix::parse("matrix.toml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn expands_kernel_variant_arch_config() {
+        let m = Matrix::parse("matrix.toml", GOOD).unwrap();
+        let ids: Vec<String> = m.cells(&Filters::default()).unwrap().iter().map(Cell::id).collect();
+        assert_eq!(ids, ["6.1/base/x86_64/tiny", "6.1/base/arm64/tiny", "6.1/s1/x86_64/tiny", "6.1/s1/arm64/tiny"]);
+    }
+
+    #[test]
+    fn filters_select_and_reject() {
+        let m = Matrix::parse("matrix.toml", GOOD).unwrap();
+        let f = Filters { arch: vec!["arm64".into()], variant: vec!["s1".into()], ..Default::default() };
+        let ids: Vec<String> = m.cells(&f).unwrap().iter().map(Cell::id).collect();
+        assert_eq!(ids, ["6.1/s1/arm64/tiny"]);
+        let f = Filters { cell: vec!["*/base/*/tiny".into()], ..Default::default() };
+        assert_eq!(m.cells(&f).unwrap().len(), 2);
+        let f = Filters { arch: vec!["riscv".into()], ..Default::default() };
+        assert!(m.cells(&f).unwrap_err().to_string().contains("--arch riscv"));
+    }
+
+    #[test]
+    fn unknown_key_names_file_and_line() {
+        let bad = GOOD.replace("base = \"tinyconfig\"", "base = \"tinyconfig\"\nfragmnets = []");
+        let e = parse_err(&bad);
+        assert!(e.starts_with("matrix.toml:19:"), "{e}");
+        assert!(e.contains("fragmnets"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_line_and_expectation() {
+        let e = parse_err(&GOOD.replace("\"x86_64\", \"arm64\"", "\"x86_64\", \"mips\""));
+        assert!(e.starts_with("matrix.toml:3:") && e.contains("unknown arch `mips`"), "{e}");
+        let e = parse_err(&GOOD.replace("series = [\"s1\"]", "series = [\"s2\"]"));
+        assert!(e.starts_with("matrix.toml:9:") && e.contains("series `s2`"), "{e}");
+        let e = parse_err(&GOOD.replace("kind = \"kselftest\"", "kind = \"unit\""));
+        assert!(e.starts_with("matrix.toml:20:") && e.contains("unknown variant `unit`"), "{e}");
+        let e = parse_err(&GOOD.replace("outcome = \"fail\"", "outcome = 3"));
+        assert!(e.contains("matrix.toml:29:"), "{e}");
+    }
+
+    #[test]
+    fn config_lines() {
+        assert_eq!(parse_config_line("CONFIG_KCMP=y"), Some(("CONFIG_KCMP".into(), "y".into())));
+        assert_eq!(parse_config_line("# CONFIG_KCMP is not set"), Some(("CONFIG_KCMP".into(), "n".into())));
+        assert_eq!(parse_config_line("KCMP=y"), None);
+        assert_eq!(parse_config_line("CONFIG_KCMP="), None);
+    }
+
+    #[test]
+    fn globs_match_whole_components() {
+        assert!(glob_match("*/base/*/*", "6.1/base/arm64/tiny"));
+        assert!(!glob_match("*/base/*/*", "6.1/base-x/arm64/tiny"));
+        assert!(!glob_match("*/base/*", "6.1/base/arm64/tiny"));
+    }
+
+    #[test]
+    fn the_repository_matrix_is_valid() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml")).unwrap();
+        let m = Matrix::parse("matrix.toml", &text).unwrap();
+        assert_eq!(m.cells(&Filters::default()).unwrap().len(), 4);
+    }
+}

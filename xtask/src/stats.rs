@@ -1,0 +1,850 @@
+//! Dependency-free statistics for comparing benchmark runs: summaries, Mann-Whitney U, bootstrap CIs.
+//!
+//! Everything here is written to reproduce what numpy/scipy report for the same input, so a
+//! result printed by the harness can be cross-checked with a one-line Python command.
+//! NaN filtering is the caller's job: NaNs are neither rejected nor skipped here.
+
+/// Descriptive statistics of one sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub n: usize,
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+    pub mean: f64,
+    /// Sample standard deviation (divides by n-1); 0 when n < 2.
+    pub stddev: f64,
+    /// stddev / mean; 0 when n < 2 or when all samples are equal.
+    pub cv: f64,
+    /// Distribution-free 95% confidence interval of the median, taken from order statistics
+    /// (binomial rule); `None` when n < 6, where even (min, max) covers less than 95%.
+    pub median_ci: Option<(f64, f64)>,
+}
+
+/// Result of a two-sided Mann-Whitney U test, as `scipy.stats.mannwhitneyu` returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MannWhitney {
+    /// U statistic of the first sample: R1 - n1(n1+1)/2.
+    pub u: f64,
+    pub p_two_sided: f64,
+    /// True when the p-value comes from the exact null distribution rather than the
+    /// normal approximation.
+    pub exact: bool,
+}
+
+/// Bootstrap confidence interval of the percent change between two medians.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeCi {
+    /// 100 * (median(new) / median(base) - 1)
+    pub pct_change: f64,
+    /// Interval bounds, in percent.
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// Median; the mean of the two middle values for even n, NaN for an empty slice.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut buf = xs.to_vec();
+    median_in_place(&mut buf)
+}
+
+/// Quantile of an already sorted (ascending) slice with numpy's default 'linear' method.
+///
+/// Returns NaN for an empty slice or a `q` outside [0, 1], rather than panicking, because
+/// callers feed it computed confidence levels and a NaN is easier to spot than a crash.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
+        return f64::NAN;
+    }
+    let h = (sorted.len() - 1) as f64 * q;
+    let lo = h.floor();
+    let t = h - lo;
+    let i = lo as usize;
+    // An exact hit must not touch the neighbour: with an infinite neighbour numpy's
+    // lerp would turn inf * 0 into NaN, and bootstrap ratios can be infinite.
+    if t == 0.0 || i + 1 >= sorted.len() {
+        return sorted[i];
+    }
+    let (a, b) = (sorted[i], sorted[i + 1]);
+    let d = b - a;
+    // Same two-sided lerp as numpy's `_lerp`, so results agree to the last bit and the
+    // upper end is hit exactly.
+    if t >= 0.5 {
+        b - d * (1.0 - t)
+    } else {
+        a + d * t
+    }
+}
+
+/// Summary statistics of `samples`; `None` for an empty slice.
+pub fn summarize(samples: &[f64]) -> Option<Summary> {
+    let n = samples.len();
+    if n == 0 {
+        return None;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mean = sorted.iter().sum::<f64>() / n as f64;
+    let stddev = if n < 2 {
+        0.0
+    } else {
+        // Two-pass form: the one-pass sum-of-squares formula cancels catastrophically for
+        // benchmark timings, which have a large mean and a tiny spread.
+        let ss: f64 = sorted.iter().map(|x| (x - mean) * (x - mean)).sum();
+        (ss / (n - 1) as f64).sqrt()
+    };
+    let cv = if n < 2 || stddev == 0.0 {
+        0.0
+    } else {
+        stddev / mean
+    };
+    let median_ci = median_ci_rank(n).map(|k| (sorted[k - 1], sorted[n - k]));
+    Some(Summary {
+        n,
+        min: sorted[0],
+        median: median_of_sorted(&sorted),
+        max: sorted[n - 1],
+        mean,
+        stddev,
+        cv,
+        median_ci,
+    })
+}
+
+/// 1-indexed rank k such that (x(k), x(n+1-k)) is the narrowest order-statistic interval
+/// covering the median with probability >= 95%; `None` if no such k >= 1 exists (n < 6).
+///
+/// The count of samples below the true median is Binomial(n, 1/2), so the interval misses
+/// with probability 2 * P(B <= k-1). We take the largest k with P(B <= k-1) <= 0.025.
+fn median_ci_rank(n: usize) -> Option<usize> {
+    const TAIL: f64 = 0.025;
+    // Log space because 2^-n underflows past n = 1074; terms that underflow there are far
+    // below TAIL and cannot move the answer.
+    let nf = n as f64;
+    let mut ln_pmf = -nf * std::f64::consts::LN_2;
+    let mut cdf = 0.0;
+    for i in 0..=n {
+        cdf += ln_pmf.exp();
+        if cdf > TAIL {
+            return if i == 0 { None } else { Some(i) };
+        }
+        ln_pmf += ((nf - i as f64) / (i as f64 + 1.0)).ln();
+    }
+    None
+}
+
+/// Two-sided Mann-Whitney U test matching
+/// `scipy.stats.mannwhitneyu(a, b, alternative='two-sided', method='auto', use_continuity=True)`.
+///
+/// scipy's 'auto' uses the exact null distribution when at least one sample has <= 8
+/// observations and there are no ties; otherwise the normal approximation with tie and
+/// continuity corrections. One deliberate divergence: if the exact table would be
+/// impractically large (the other sample has ~10^5 or more observations), this
+/// falls back to the normal approximation and reports `exact: false`.
+///
+/// Returns `None` if either sample is empty.
+pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (n1, n2) = (a.len(), b.len());
+    let n = n1 + n2;
+
+    let mut pooled: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
+    pooled.sort_by(|x, y| x.0.total_cmp(&y.0));
+
+    let mut r1 = 0.0;
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i + 1;
+        while j < n && pooled[j].0 == pooled[i].0 {
+            j += 1;
+        }
+        // Positions i..j share the average of 1-based ranks i+1..=j.
+        let avg_rank = (i + 1 + j) as f64 / 2.0;
+        let from_a = pooled[i..j].iter().filter(|p| p.1).count();
+        r1 += avg_rank * from_a as f64;
+        let t = (j - i) as f64;
+        tie_term += t * t * t - t;
+        i = j;
+    }
+    let has_ties = tie_term > 0.0;
+
+    let (n1f, n2f, nf) = (n1 as f64, n2 as f64, n as f64);
+    let u1 = r1 - n1f * (n1f + 1.0) / 2.0;
+    let u2 = n1f * n2f - u1;
+    // The two-sided p-value is twice the upper tail of the larger U.
+    let u = u1.max(u2);
+
+    let want_exact = (n1 <= 8 || n2 <= 8) && !has_ties;
+    if want_exact {
+        // No ties, so U is integral and u >= n1*n2/2 makes the complement non-negative.
+        let kc = (n1 * n2) - u as usize;
+        if let Some(p_lower) = exact_cdf(n1.min(n2), n1.max(n2), kc) {
+            return Some(MannWhitney {
+                u: u1,
+                p_two_sided: (2.0 * p_lower).clamp(0.0, 1.0),
+                exact: true,
+            });
+        }
+    }
+
+    let mu = n1f * n2f / 2.0;
+    let s = (n1f * n2f / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0))))
+        .max(0.0)
+        .sqrt();
+    // s == 0 only when every observation is tied, which forces u == mu: no evidence at all.
+    let p = if s == 0.0 {
+        1.0
+    } else {
+        // Subtracting 0.5 is scipy's continuity correction for the upper tail.
+        let z = (u - mu - 0.5) / s;
+        // 2 * Phi(-z) == erfc(z / sqrt 2)
+        erfc(z * std::f64::consts::FRAC_1_SQRT_2)
+    };
+    Some(MannWhitney {
+        u: u1,
+        p_two_sided: p.clamp(0.0, 1.0),
+        exact: false,
+    })
+}
+
+/// Largest exact-distribution table (entries of u128, so 64 MiB) we are willing to build;
+/// a sample big enough to need more is far past where the normal approximation is accurate.
+const EXACT_TABLE_LIMIT: usize = 1 << 22;
+
+/// P(U <= kc) under H0 for samples of sizes m <= n without ties, or `None` if that is too
+/// expensive to compute exactly.
+///
+/// The number of arrangements with U = k is the coefficient of q^k in the Gaussian
+/// binomial [m+n choose m]_q = prod_{j=1..m} (1 - q^(n+j)) / (1 - q^j). Building it factor
+/// by factor costs O(m * kc), which stays cheap because 'auto' only goes exact when m <= 8.
+/// Dividing before multiplying keeps every intermediate a non-negative integer bounded by
+/// the final total, so u128 arithmetic is exact and cannot underflow.
+fn exact_cdf(m: usize, n: usize, kc: usize) -> Option<f64> {
+    if kc > EXACT_TABLE_LIMIT {
+        return None;
+    }
+    let mut total: u128 = 1;
+    for j in 1..=m {
+        // C(n+j-1, j-1) * (n+j) / j = C(n+j, j), always an integer.
+        total = total.checked_mul((n + j) as u128)? / j as u128;
+    }
+    let mut poly = vec![0u128; kc + 1];
+    poly[0] = 1;
+    for j in 1..=m {
+        for k in j..=kc {
+            poly[k] += poly[k - j];
+        }
+        let s = n + j;
+        for k in (s..=kc).rev() {
+            poly[k] -= poly[k - s];
+        }
+    }
+    let lower: u128 = poly.iter().sum();
+    Some(lower as f64 / total as f64)
+}
+
+/// Complementary error function, accurate to ~1e-13 relative over the whole real line.
+///
+/// std has no erfc. Below 2 the everywhere-positive series
+/// erf(x) = 2/sqrt(pi) * exp(-x^2) * sum (2x^2)^k x / (2k+1)!! avoids cancellation, and
+/// erfc >= 0.0047 there, so 1 - erf loses little. From 2 up, the Laplace continued fraction
+/// converges quickly and keeps full relative accuracy deep into the tail.
+fn erfc(x: f64) -> f64 {
+    const FRAC_1_SQRT_PI: f64 = 0.564_189_583_547_756_3;
+    if x.is_nan() {
+        return f64::NAN;
+    }
+    if x < 0.0 {
+        return 2.0 - erfc(-x);
+    }
+    // erfc(28) < 1e-341 is below the smallest subnormal; stopping here also keeps infinity
+    // out of the continued fraction, where it would produce inf * 0.
+    if x >= 28.0 {
+        return 0.0;
+    }
+    if x < 2.0 {
+        let x2 = x * x;
+        let mut term = x;
+        let mut sum = x;
+        let mut k = 0.0;
+        loop {
+            k += 1.0;
+            term *= 2.0 * x2 / (2.0 * k + 1.0);
+            sum += term;
+            if term <= sum * 1e-17 {
+                break;
+            }
+        }
+        return 1.0 - 2.0 * FRAC_1_SQRT_PI * (-x2).exp() * sum;
+    }
+    // erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))),
+    // evaluated with the modified Lentz algorithm.
+    const TINY: f64 = 1e-300;
+    let mut f = x;
+    let mut c = x;
+    let mut d = 0.0;
+    for k in 1..10_000 {
+        let a = k as f64 / 2.0;
+        d = x + a * d;
+        if d.abs() < TINY {
+            d = TINY;
+        }
+        d = 1.0 / d;
+        c = x + a / c;
+        if c.abs() < TINY {
+            c = TINY;
+        }
+        let delta = c * d;
+        f *= delta;
+        if (delta - 1.0).abs() < 1e-16 {
+            break;
+        }
+    }
+    FRAC_1_SQRT_PI * (-x * x).exp() / f
+}
+
+/// Bootstrap percentile confidence interval for the percent change of medians from `base`
+/// to `new`.
+///
+/// Each resample draws both sides independently with replacement; the interval is the
+/// (1-c)/2 and (1+c)/2 quantiles of the resampled percent changes. The same seed always
+/// gives the same interval. Returns `None` if either side is empty, the base median is 0,
+/// `resamples` is 0, or `confidence` is not strictly between 0 and 1.
+pub fn median_change_ci(
+    base: &[f64],
+    new: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<ChangeCi> {
+    if base.is_empty() || new.is_empty() || resamples == 0 {
+        return None;
+    }
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let base_med = median(base);
+    if base_med == 0.0 {
+        return None;
+    }
+    let pct_change = pct_of(median(new), base_med);
+
+    let mut rng = Xoshiro256::new(seed);
+    let mut buf_base = vec![0.0; base.len()];
+    let mut buf_new = vec![0.0; new.len()];
+    let mut pcts = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        for slot in buf_base.iter_mut() {
+            *slot = base[rng.below(base.len())];
+        }
+        for slot in buf_new.iter_mut() {
+            *slot = new[rng.below(new.len())];
+        }
+        let mb = median_in_place(&mut buf_base);
+        let mn = median_in_place(&mut buf_new);
+        // A resampled base median of 0 (possible only when half the base is 0) yields an
+        // infinite ratio; keeping it widens the interval, which is the honest outcome.
+        // 0/0 means both medians vanished: call that no change rather than poison the sort.
+        let pct = if mb == 0.0 && mn == 0.0 {
+            0.0
+        } else {
+            pct_of(mn, mb)
+        };
+        pcts.push(pct);
+    }
+    pcts.sort_by(f64::total_cmp);
+    Some(ChangeCi {
+        pct_change,
+        lo: quantile(&pcts, (1.0 - confidence) / 2.0),
+        hi: quantile(&pcts, (1.0 + confidence) / 2.0),
+    })
+}
+
+fn pct_of(new_med: f64, base_med: f64) -> f64 {
+    100.0 * (new_med / base_med - 1.0)
+}
+
+/// Median that reorders `buf`; selection instead of a full sort because the bootstrap calls
+/// this thousands of times.
+fn median_in_place(buf: &mut [f64]) -> f64 {
+    let n = buf.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let mid = n / 2;
+    let (left, &mut upper, _) = buf.select_nth_unstable_by(mid, f64::total_cmp);
+    if n % 2 == 1 {
+        return upper;
+    }
+    let lower = left
+        .iter()
+        .copied()
+        .max_by(f64::total_cmp)
+        .expect("even n >= 2 leaves a non-empty left half");
+    (lower + upper) / 2.0
+}
+
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// xoshiro256** seeded through splitmix64: tiny, fast, and reproducible across platforms,
+/// which is all the bootstrap needs (not cryptographic).
+struct Xoshiro256 {
+    s: [u64; 4],
+}
+
+impl Xoshiro256 {
+    fn new(seed: u64) -> Self {
+        // splitmix64 spreads any seed, including 0, into a state that is never all-zero.
+        let mut sm = seed;
+        let mut next = || {
+            sm = sm.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = sm;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        Xoshiro256 {
+            s: [next(), next(), next(), next()],
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform integer in [0, n) for n > 0, by Lemire's multiply-and-reject: a plain modulo
+    /// would favour small indices.
+    fn below(&mut self, n: usize) -> usize {
+        let n = n as u64;
+        let threshold = n.wrapping_neg() % n;
+        loop {
+            let m = u128::from(self.next_u64()) * u128::from(n);
+            if (m as u64) >= threshold {
+                return (m >> 64) as usize;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// |a - b| <= tol * max(1, |a|, |b|): relative for large values, absolute near zero.
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        if a == b {
+            return true;
+        }
+        (a - b).abs() <= tol * 1f64.max(a.abs()).max(b.abs())
+    }
+
+    #[track_caller]
+    fn assert_close(actual: f64, expected: f64, tol: f64) {
+        assert!(
+            close(actual, expected, tol),
+            "expected {expected:e}, got {actual:e} (tol {tol:e})"
+        );
+    }
+
+    /// Relative comparison for tiny p-values, where `close` would accept anything.
+    #[track_caller]
+    fn assert_rel(actual: f64, expected: f64, rel: f64) {
+        assert!(
+            (actual - expected).abs() <= rel * expected.abs(),
+            "expected {expected:e}, got {actual:e} (rel {rel:e})"
+        );
+    }
+
+    // ---- Mann-Whitney U -------------------------------------------------------------
+    // Every expected (U, p) below came from scipy 1.17.1 (numpy 2.4.6) via
+    //   python -c "from scipy.stats import mannwhitneyu as m; print(m(A, B, alternative='two-sided', method='auto', use_continuity=True))"
+    // with A and B the two literals of the test.
+
+    #[track_caller]
+    fn check_mwu(a: &[f64], b: &[f64], u: f64, p: f64, exact: bool) {
+        let r = mann_whitney_u(a, b).expect("non-empty samples");
+        assert_eq!(r.u, u, "U statistic");
+        assert_eq!(r.exact, exact, "exact vs asymptotic path");
+        assert_rel(r.p_two_sided, p, 1e-10);
+    }
+
+    #[test]
+    fn mwu_textbook_exact() {
+        // The scipy documentation's example (Conover's males vs females ages).
+        let males = [19.0, 22.0, 16.0, 29.0, 24.0];
+        let females = [20.0, 11.0, 17.0, 12.0];
+        check_mwu(&males, &females, 17.0, 0.1111111111111111, true);
+        // Swapping the samples swaps U1 for U2 but not the two-sided p.
+        check_mwu(&females, &males, 3.0, 0.1111111111111111, true);
+    }
+
+    #[test]
+    fn mwu_large_sample_normal_approximation() {
+        // 20 vs 25 without ties: both > 8, so 'auto' goes asymptotic.
+        let a = [
+            12.1, 14.3, 11.8, 15.2, 13.7, 12.9, 16.4, 13.1, 14.8, 12.4, 15.9, 13.3, 14.1, 11.5,
+            16.0, 13.9, 12.6, 15.5, 14.6, 13.5,
+        ];
+        let b = [
+            13.2, 15.1, 16.8, 14.4, 17.2, 15.7, 16.1, 14.9, 17.9, 15.3, 16.6, 14.2, 17.5, 15.8,
+            16.3, 14.7, 18.1, 15.0, 16.9, 17.0, 14.0, 16.2, 15.4, 17.7, 16.7,
+        ];
+        check_mwu(&a, &b, 75.0, 6.723590018984687e-05, false);
+    }
+
+    #[test]
+    fn mwu_auto_rule_boundaries() {
+        // 9 vs 9, no ties: neither side <= 8, asymptotic.
+        let a = [1.0, 3.0, 5.0, 7.0, 9.0, 11.0, 13.0, 15.0, 17.0];
+        let b = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 18.5];
+        check_mwu(&a, &b, 36.0, 0.7239320396139757, false);
+        // 8 vs 30: one side <= 8 is enough for the exact path.
+        let a = [0.3, 5.2, 9.9, 14.1, 22.7, 28.3, 33.6, 40.2];
+        let b: Vec<f64> = (0..30).map(f64::from).collect();
+        check_mwu(&a, &b, 144.0, 0.40749175948416944, true);
+        // 3 vs 50 (b = [i + 0.5 for i in range(50)]): small first, large second, exact.
+        let b: Vec<f64> = (0..50).map(|i| f64::from(i) + 0.5).collect();
+        check_mwu(&[10.25, 20.75, 45.1], &b, 76.0, 0.9855715871254161, true);
+        // 8 vs 200 (b = range(200)): exact counts beyond 2^53, so exercises the u128 table.
+        let a = [199.5, 170.5, 150.5, 120.5, 99.5, 60.5, 40.5, 10.5];
+        let b: Vec<f64> = (0..200).map(f64::from).collect();
+        check_mwu(&a, &b, 856.0, 0.7441319702102311, true);
+    }
+
+    #[test]
+    fn mwu_huge_exact_case_falls_back_to_normal() {
+        // 8 vs 300000 without ties: scipy's 'auto' would go exact, but C(300008, 8) overflows
+        // u128, so this implementation uses the normal approximation instead. Expected values
+        // are scipy 1.17.1 with method='asymptotic':
+        //   python -c "from scipy.stats import mannwhitneyu as m; print(m([0.25+i*37501.3 for i in range(8)], [float(i) for i in range(300000)], method='asymptotic'))"
+        let a: Vec<f64> = (0..8).map(|i| 0.25 + f64::from(i) * 37501.3).collect();
+        let b: Vec<f64> = (0..300_000).map(f64::from).collect();
+        check_mwu(&a, &b, 1050043.0, 0.5404149248147063, false);
+    }
+
+    #[test]
+    fn mwu_ties_use_tie_corrected_normal() {
+        let a = [1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 4.0, 5.0, 5.0, 6.0];
+        let b = [2.0, 3.0, 4.0, 4.0, 5.0, 6.0, 6.0, 7.0, 7.0, 8.0, 9.0];
+        check_mwu(&a, &b, 23.5, 0.027640884214298913, false);
+        // Small samples with ties still go asymptotic under 'auto'.
+        check_mwu(
+            &[1.0, 2.0, 2.0, 3.0],
+            &[2.0, 3.0, 4.0, 5.0, 5.0],
+            2.5,
+            0.07854585095119067,
+            false,
+        );
+    }
+
+    #[test]
+    fn mwu_tiny_samples() {
+        check_mwu(&[1.0], &[2.0], 0.0, 1.0, true);
+        check_mwu(&[2.0], &[1.0], 1.0, 1.0, true);
+        check_mwu(&[2.5], &[1.0, 2.0, 3.0], 2.0, 1.0, true);
+        check_mwu(&[4.0], &[1.0, 2.0, 3.0], 3.0, 0.5, true);
+    }
+
+    #[test]
+    fn mwu_identical_samples_give_p_one() {
+        check_mwu(&[5.0; 3], &[5.0; 4], 6.0, 1.0, false);
+        check_mwu(&[5.0], &[5.0], 0.5, 1.0, false);
+        let big = [7.25; 40];
+        let r = mann_whitney_u(&big, &big).unwrap();
+        assert_eq!(r.p_two_sided, 1.0);
+        assert_eq!(r.u, 800.0);
+    }
+
+    #[test]
+    fn mwu_fully_separated() {
+        check_mwu(
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            &[10.0, 11.0, 12.0, 13.0, 14.0, 15.0],
+            0.0,
+            0.004329004329004329,
+            true,
+        );
+        // a = range(20), b = range(100, 120)
+        let a: Vec<f64> = (0..20).map(f64::from).collect();
+        let b: Vec<f64> = (100..120).map(f64::from).collect();
+        check_mwu(&a, &b, 0.0, 6.795615128173358e-08, false);
+        check_mwu(&b, &a, 400.0, 6.795615128173358e-08, false);
+    }
+
+    #[test]
+    fn mwu_empty_is_none() {
+        assert!(mann_whitney_u(&[], &[1.0]).is_none());
+        assert!(mann_whitney_u(&[1.0], &[]).is_none());
+    }
+
+    #[test]
+    fn erfc_matches_scipy() {
+        // From scipy 1.17.1: python -c "from scipy.special import erfc; print(repr(erfc(X)))"
+        let cases = [
+            (0.0, 1.0),
+            (1e-8, 0.9999999887162083),
+            (0.3, 0.6713732405408726),
+            (0.5, 0.4795001221869535),
+            (0.9, 0.20309178757716784),
+            (1.0, 0.15729920705028516),
+            (1.5, 0.03389485352468927),
+            (2.0, 0.004677734981047266),
+            (2.4999, 0.0004071699003334512),
+            (2.5, 0.00040695201744495886),
+            (3.0, 2.2090496998585445e-05),
+            (4.0, 1.541725790028002e-08),
+            (6.0, 2.1519736712498913e-17),
+            (10.0, 2.0884875837625446e-45),
+            (26.0, 5.663192408856145e-296),
+            (-0.7, 1.6778011938374182),
+            (-3.0, 1.9999779095030015),
+        ];
+        for (x, want) in cases {
+            let got = erfc(x);
+            assert!(
+                (got - want).abs() <= 1e-13 * want,
+                "erfc({x}) = {got:e}, scipy says {want:e}"
+            );
+        }
+        assert_eq!(erfc(f64::INFINITY), 0.0);
+        assert_eq!(erfc(f64::NEG_INFINITY), 2.0);
+    }
+
+    // ---- median / quantile / summarize ------------------------------------------------
+
+    #[test]
+    fn median_basic() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[42.0]), 42.0);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn quantile_matches_numpy_linear() {
+        // numpy 2.4.6: python -c "import numpy as np; print([np.quantile([3.0,1.0,4.0,1.5,9.0,2.6], q) for q in (0,.025,.1,.5,.9,.975,1)])"
+        let mut xs = [3.0, 1.0, 4.0, 1.5, 9.0, 2.6];
+        xs.sort_by(f64::total_cmp);
+        let expected = [
+            (0.0, 1.0),
+            (0.025, 1.0625),
+            (0.1, 1.25),
+            (0.5, 2.8),
+            (0.9, 6.5),
+            (0.975, 8.375),
+            (1.0, 9.0),
+        ];
+        for (q, want) in expected {
+            assert_close(quantile(&xs, q), want, 1e-15);
+        }
+        assert_eq!(quantile(&[5.0], 0.3), 5.0);
+        assert!(quantile(&[], 0.5).is_nan());
+        assert!(quantile(&xs, 1.5).is_nan());
+        assert!(quantile(&xs, f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn summarize_odd_even_and_single() {
+        // numpy 2.4.6: np.median, np.mean, np.std(x, ddof=1), and std/mean for each sample.
+        let s = summarize(&[3.0, 1.0, 2.0, 7.0, 5.0]).unwrap();
+        assert_eq!((s.n, s.min, s.median, s.max), (5, 1.0, 3.0, 7.0));
+        assert_close(s.mean, 3.6, 1e-15);
+        assert_close(s.stddev, 2.4083189157584592, 1e-14);
+        assert_close(s.cv, 0.668977476599572, 1e-14);
+        assert_eq!(s.median_ci, None);
+
+        let s = summarize(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert_eq!((s.n, s.min, s.median, s.max), (4, 1.0, 2.5, 4.0));
+        assert_close(s.mean, 2.5, 1e-15);
+        assert_close(s.stddev, 1.2909944487358056, 1e-14);
+        assert_close(s.cv, 0.5163977794943222, 1e-14);
+
+        let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!(s.median, 4.5);
+        assert_close(s.stddev, 2.138089935299395, 1e-14);
+        assert_close(s.cv, 0.427617987059879, 1e-14);
+        // n = 8 gives k = 1: the interval is the full range.
+        assert_eq!(s.median_ci, Some((2.0, 9.0)));
+
+        let s = summarize(&[42.0]).unwrap();
+        assert_eq!(
+            s,
+            Summary {
+                n: 1,
+                min: 42.0,
+                median: 42.0,
+                max: 42.0,
+                mean: 42.0,
+                stddev: 0.0,
+                cv: 0.0,
+                median_ci: None,
+            }
+        );
+        assert!(summarize(&[]).is_none());
+    }
+
+    #[test]
+    fn summarize_constant_has_zero_cv() {
+        let s = summarize(&[3.5; 10]).unwrap();
+        assert_eq!((s.stddev, s.cv), (0.0, 0.0));
+        assert_eq!(s.median_ci, Some((3.5, 3.5)));
+    }
+
+    #[test]
+    fn median_ci_rank_matches_binomial_rule() {
+        // k = largest rank with P(Binom(n, 1/2) <= k-1) <= 0.025, so (x(k), x(n+1-k)) covers
+        // the median with probability 1 - 2 P(B <= k-1) >= 95%. For n = 10:
+        // P(B <= 1) = 11/1024 = 0.0107 but P(B <= 2) = 56/1024 = 0.0547, so k = 2 and the
+        // interval is (x(2), x(9)) with coverage 1002/1024 = 97.85%.
+        // Expected k from scipy 1.17.1: python -c "from scipy.stats import binom; print(int(binom.ppf(0.025, N, 0.5)))"
+        // (ppf is the smallest j with cdf(j) >= 0.025, i.e. exactly this k; cross-checked
+        // with exact integer arithmetic using math.comb.) n = 5 gives 0: no 95% interval.
+        let table = [
+            (1, 0),
+            (5, 0),
+            (6, 1),
+            (7, 1),
+            (8, 1),
+            (9, 2),
+            (10, 2),
+            (11, 2),
+            (12, 3),
+            (15, 4),
+            (20, 6),
+            (25, 8),
+            (30, 10),
+            (50, 18),
+            (100, 40),
+            (101, 41),
+            (1000, 469),
+            (5000, 2431),
+        ];
+        for (n, k) in table {
+            let want = if k == 0 { None } else { Some(k) };
+            assert_eq!(median_ci_rank(n), want, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn summarize_median_ci_uses_order_statistics() {
+        // Shuffled 1..=10: the CI must be (x(2), x(9)) of the sorted sample.
+        let xs = [7.0, 3.0, 10.0, 1.0, 5.0, 9.0, 2.0, 8.0, 4.0, 6.0];
+        let s = summarize(&xs).unwrap();
+        assert_eq!(s.median, 5.5);
+        assert_eq!(s.median_ci, Some((2.0, 9.0)));
+        // n = 6 is the smallest n with a 95% interval: the full range.
+        let s = summarize(&[6.0, 1.0, 5.0, 2.0, 4.0, 3.0]).unwrap();
+        assert_eq!(s.median_ci, Some((1.0, 6.0)));
+        assert_eq!(
+            summarize(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap().median_ci,
+            None
+        );
+    }
+
+    // ---- bootstrap -------------------------------------------------------------------
+
+    /// Deterministic pseudo-noise so the tests need no randomness of their own.
+    fn wobbly(n: usize, centre: f64, spread: f64, phase: u64) -> Vec<f64> {
+        let mut rng = Xoshiro256::new(phase);
+        (0..n)
+            .map(|_| centre + spread * ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5))
+            .collect()
+    }
+
+    #[test]
+    fn bootstrap_is_deterministic_for_a_seed() {
+        let base = wobbly(15, 100.0, 6.0, 1);
+        let new = wobbly(12, 103.0, 6.0, 2);
+        let a = median_change_ci(&base, &new, 0.95, 2000, 42).unwrap();
+        let b = median_change_ci(&base, &new, 0.95, 2000, 42).unwrap();
+        assert_eq!(a, b);
+        let c = median_change_ci(&base, &new, 0.95, 2000, 43).unwrap();
+        assert_eq!(a.pct_change, c.pct_change);
+        assert!(
+            a.lo != c.lo || a.hi != c.hi,
+            "a different seed should resample differently"
+        );
+        assert!(a.lo <= a.pct_change && a.pct_change <= a.hi);
+    }
+
+    #[test]
+    fn bootstrap_contains_true_shift() {
+        // new is drawn from base's distribution scaled by 1.10 (uniform 110 +- 2.2 vs
+        // 100 +- 2), so the true change of medians is exactly +10%.
+        let base = wobbly(30, 100.0, 4.0, 7);
+        let new = wobbly(30, 110.0, 4.4, 8);
+        let ci = median_change_ci(&base, &new, 0.95, 4000, 1).unwrap();
+        assert!(ci.lo < 10.0 && 10.0 < ci.hi, "{ci:?}");
+        // Clearly separated: the interval must exclude "no change".
+        assert!(ci.lo > 0.0, "{ci:?}");
+        // A pure rescaling shifts every resampled median by the same factor.
+        let scaled: Vec<f64> = base.iter().map(|x| x * 1.25).collect();
+        let ci = median_change_ci(&base, &scaled, 0.95, 2000, 9).unwrap();
+        assert_close(ci.pct_change, 25.0, 1e-12);
+        assert!(ci.lo < 25.0 + 1e-9 && 25.0 - 1e-9 < ci.hi, "{ci:?}");
+    }
+
+    #[test]
+    fn bootstrap_constant_samples_collapse() {
+        let ci = median_change_ci(&[2.0; 8], &[3.0; 5], 0.95, 500, 3).unwrap();
+        assert_eq!(ci.pct_change, 50.0);
+        assert_eq!((ci.lo, ci.hi), (ci.pct_change, ci.pct_change));
+        let ci = median_change_ci(&[4.0; 8], &[4.0; 8], 0.95, 500, 3).unwrap();
+        assert_eq!((ci.pct_change, ci.lo, ci.hi), (0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn bootstrap_rejects_degenerate_input() {
+        assert!(median_change_ci(&[], &[1.0], 0.95, 100, 0).is_none());
+        assert!(median_change_ci(&[1.0], &[], 0.95, 100, 0).is_none());
+        assert!(median_change_ci(&[0.0, 0.0, 1.0], &[1.0], 0.95, 100, 0).is_none());
+        assert!(median_change_ci(&[1.0], &[1.0], 0.95, 0, 0).is_none());
+        assert!(median_change_ci(&[1.0], &[1.0], 1.0, 100, 0).is_none());
+        assert!(median_change_ci(&[1.0], &[1.0], f64::NAN, 100, 0).is_none());
+    }
+
+    #[test]
+    fn median_in_place_agrees_with_sorting() {
+        for n in 1..40 {
+            let xs = wobbly(n, 0.0, 10.0, n as u64);
+            let mut sorted = xs.clone();
+            sorted.sort_by(f64::total_cmp);
+            assert_eq!(median(&xs), median_of_sorted(&sorted), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn below_stays_in_range_and_covers_it() {
+        let mut rng = Xoshiro256::new(0);
+        let mut seen = [0usize; 7];
+        for _ in 0..7000 {
+            seen[rng.below(7)] += 1;
+        }
+        assert!(seen.iter().all(|&c| c > 800), "{seen:?}");
+    }
+}

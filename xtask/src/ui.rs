@@ -1,0 +1,78 @@
+//! Progress: an indicatif spinner per cell on a terminal; plain, timestamped
+//! lines in a CI log. The runner only calls these methods; nothing here
+//! decides anything.
+
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub struct Ui {
+    mp: MultiProgress,
+    plain: bool,
+    start: Instant,
+}
+
+pub struct CellUi<'a> {
+    ui: &'a Ui,
+    pb: ProgressBar,
+    tag: String,
+    phase: std::sync::Mutex<(String, Instant)>,
+}
+
+impl Ui {
+    pub fn new() -> Ui {
+        let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr()) || std::env::var_os("CI").is_some();
+        let mp = MultiProgress::with_draw_target(if plain { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() });
+        Ui { mp, plain, start: Instant::now() }
+    }
+
+    /// A line above the bars (or in the log).
+    pub fn println(&self, msg: &str) {
+        if self.plain {
+            eprintln!("[{:>6.1}s] {msg}", self.start.elapsed().as_secs_f64());
+        } else {
+            let _ = self.mp.println(msg);
+        }
+    }
+
+    pub fn cell(&self, index: usize, total: usize, id: &str) -> CellUi<'_> {
+        let pb = self.mp.add(ProgressBar::new_spinner());
+        pb.set_style(ProgressStyle::with_template("{spinner} {prefix:.bold} {elapsed:>4} {wide_msg}").unwrap());
+        pb.set_prefix(format!("[{index}/{total}] {id}"));
+        if !self.plain {
+            pb.enable_steady_tick(Duration::from_millis(200));
+        }
+        CellUi { ui: self, pb, tag: format!("[{index}/{total}] {id}"), phase: std::sync::Mutex::new((String::new(), Instant::now())) }
+    }
+}
+
+impl CellUi<'_> {
+    /// Enters a phase: source, config, build, rootfs, boot, tests.
+    pub fn phase(&self, phase: &str, what: &str) {
+        *self.phase.lock().unwrap() = (phase.to_string(), Instant::now());
+        self.pb.set_message(format!("{phase}: {what}"));
+        if self.ui.plain {
+            self.ui.println(&format!("{} {phase}: {what}", self.tag));
+        }
+    }
+
+    /// Frequent detail (a make line, a console line): only on the spinner.
+    pub fn detail(&self, what: &str) {
+        let p = self.phase.lock().unwrap();
+        let mut w: String = what.chars().take(100).collect();
+        if w.len() < what.len() {
+            w.push('…');
+        }
+        self.pb.set_message(format!("{}: {w}", p.0));
+    }
+
+    /// A noteworthy message, kept in the log and above the bars.
+    pub fn note(&self, what: &str) {
+        self.ui.println(&format!("{} {what}", self.tag));
+    }
+
+    pub fn finish(&self, summary: &str) {
+        self.pb.finish_and_clear();
+        self.ui.println(&format!("{} {summary}", self.tag));
+    }
+}
