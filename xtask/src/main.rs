@@ -5,6 +5,7 @@
 //! expectation, 2 the harness could not run (bad input, missing tools).
 
 mod cache;
+mod compare;
 mod console;
 mod cpio;
 mod expect;
@@ -49,6 +50,15 @@ enum Cmd {
     },
     /// Install the host packages the harness needs (Debian/Ubuntu, root or sudo).
     Setup,
+    /// Compare metrics of a finished run (default results/latest) with statistics.
+    Compare {
+        run_dir: Option<PathBuf>,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
+        /// Exit 1 when a metric regressed significantly beyond its threshold.
+        #[arg(long)]
+        fail_on_regression: bool,
+    },
 }
 
 #[derive(Args)]
@@ -78,6 +88,9 @@ struct MatrixArgs {
     /// Extra kernel command line for every guest (debugging, fault injection).
     #[arg(long)]
     cmdline: Vec<String>,
+    /// Exit 1 when a metric regressed significantly beyond its threshold.
+    #[arg(long)]
+    fail_on_regression: bool,
 }
 
 fn main() -> ExitCode {
@@ -92,6 +105,7 @@ fn main() -> ExitCode {
         Cmd::Matrix(a) => cmd_matrix(&root, a),
         Cmd::Boot { cell, matrix } => cmd_boot(&root, &cell, &matrix).map(|_| 0),
         Cmd::Setup => setup::ensure(&[]).map(|_| 0),
+        Cmd::Compare { run_dir, matrix, fail_on_regression } => cmd_compare(&root, run_dir, &matrix, fail_on_regression),
     };
     match r {
         Ok(code) => ExitCode::from(code),
@@ -210,9 +224,10 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
             break;
         }
         run.upsert(r);
+        run.comparisons = compare::compare(&run, &m);
         run.save(&results_path)?;
     }
-    let summary = report::markdown(&run);
+    let summary = report::markdown(&run) + &compare::markdown(&run.comparisons);
     std::fs::write(run_dir.join("summary.md"), &summary)?;
     println!("{summary}");
     println!("results: {}", results_path.display());
@@ -227,7 +242,34 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
             eprintln!("MISMATCH {mm}");
         }
     }
+    if a.fail_on_regression && report_regressions(&run.comparisons) {
+        return Ok(1);
+    }
     Ok(if bad.is_empty() { 0 } else { 1 })
+}
+
+fn report_regressions(cs: &[compare::Comparison]) -> bool {
+    let mut any = false;
+    for c in cs.iter().filter(|c| c.verdict == compare::Verdict::Regressed) {
+        eprintln!(
+            "REGRESSION {} {} vs {} {}: {:+.1}% [{:+.1}%, {:+.1}%], p={:.4}",
+            c.new_cell, c.new_metric, c.base_cell, c.base_metric, c.pct_change, c.ci95_lo, c.ci95_hi, c.p_value
+        );
+        any = true;
+    }
+    any
+}
+
+fn cmd_compare(root: &Path, run_dir: Option<PathBuf>, matrix_path: &Path, fail_on_regression: bool) -> Result<u8> {
+    let m = load_matrix(matrix_path)?;
+    let dir = run_dir.unwrap_or_else(|| root.join("results/latest"));
+    let path = dir.join("results.json");
+    let mut run = results::Run::load(&path)?;
+    run.comparisons = compare::compare(&run, &m);
+    run.save(&path)?;
+    let table = compare::markdown(&run.comparisons);
+    println!("{}", if table.is_empty() { "no metric appears in two variants or a declared pair".to_string() } else { table });
+    Ok(if fail_on_regression && report_regressions(&run.comparisons) { 1 } else { 0 })
 }
 
 fn cmd_boot(root: &Path, id: &str, matrix_path: &Path) -> Result<()> {

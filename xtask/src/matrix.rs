@@ -23,6 +23,39 @@ pub struct Matrix {
     pub test: BTreeMap<String, TestSpec>,
     #[serde(default)]
     pub expect: Vec<Expect>,
+    /// Metric declarations by name prefix (longest prefix wins).
+    #[serde(default)]
+    pub metric: BTreeMap<String, MetricSpec>,
+    /// Pairs of metrics compared inside one cell, e.g. sync vs default.
+    #[serde(default)]
+    pub within: Vec<Within>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricSpec {
+    pub better: Better,
+    /// Smallest change, in percent, worth calling improved or regressed.
+    #[serde(default = "default_min_effect")]
+    pub min_effect_pct: f64,
+}
+fn default_min_effect() -> f64 {
+    5.0
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Within {
+    /// Metrics named `<base><suffix>` are compared with `<new><suffix>`.
+    pub base: String,
+    pub new: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -340,6 +373,16 @@ impl Matrix {
         Ok(cells)
     }
 
+    /// (good direction, minimum effect %) for a metric; lower-is-better and
+    /// 5% when nothing is declared.
+    pub fn metric_spec(&self, name: &str) -> (Better, f64) {
+        self.metric
+            .iter()
+            .filter(|(prefix, _)| name.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map_or((Better::Lower, default_min_effect()), |(_, m)| (m.better, m.min_effect_pct))
+    }
+
     /// Expectations that apply to a cell, in file order.
     pub fn expectations<'a>(&'a self, cell: &Cell) -> Vec<&'a Expect> {
         self.expect.iter().filter(|e| glob_match(&e.cell, &cell.id())).collect()
@@ -424,7 +467,7 @@ reason = "r"
     fn unknown_key_names_file_and_line() {
         let bad = GOOD.replace("base = \"tinyconfig\"", "base = \"tinyconfig\"\nfragmnets = []");
         let e = parse_err(&bad);
-        assert!(e.starts_with("matrix.toml:19:"), "{e}");
+        assert!(e.starts_with("matrix.toml:16:"), "{e}");
         assert!(e.contains("fragmnets"), "{e}");
     }
 
@@ -435,9 +478,9 @@ reason = "r"
         let e = parse_err(&GOOD.replace("series = [\"s1\"]", "series = [\"s2\"]"));
         assert!(e.starts_with("matrix.toml:9:") && e.contains("series `s2`"), "{e}");
         let e = parse_err(&GOOD.replace("kind = \"kselftest\"", "kind = \"unit\""));
-        assert!(e.starts_with("matrix.toml:20:") && e.contains("unknown variant `unit`"), "{e}");
+        assert!(e.starts_with("matrix.toml:18:") && e.contains("unknown variant `unit`"), "{e}");
         let e = parse_err(&GOOD.replace("outcome = \"fail\"", "outcome = 3"));
-        assert!(e.contains("matrix.toml:29:"), "{e}");
+        assert!(e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"), "{e}");
     }
 
     #[test]

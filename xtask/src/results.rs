@@ -56,9 +56,9 @@ pub struct Run {
     pub host: Host,
     pub matrix: String,
     pub cells: Vec<CellResult>,
-    /// Filled by `compare` (issue: statistics); empty until then.
+    /// A/B comparisons of metrics (compare.rs), refreshed after every cell.
     #[serde(default)]
-    pub comparisons: Vec<serde_json::Value>,
+    pub comparisons: Vec<crate::compare::Comparison>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -1,0 +1,207 @@
+//! A/B comparison of metrics with statistics: base vs series cells of the
+//! same kernel/arch/config, and declared within-cell pairs (sync vs default).
+//!
+//! Pure: a `Run` and the matrix's metric declarations in, comparisons out.
+//! The verdict needs both a rank test (Mann-Whitney U, p < alpha) and a
+//! bootstrap CI of the median change that excludes zero, and a change at
+//! least as large as the metric's declared minimum effect.
+
+use serde::{Deserialize, Serialize};
+
+use crate::matrix::{Better, Matrix};
+use crate::results::{CellResult, Metric, Run};
+use crate::stats;
+
+pub const ALPHA: f64 = 0.05;
+const RESAMPLES: usize = 10_000;
+const SEED: u64 = 0x6b6d_6174_7269_78;
+/// Above this coefficient of variation a non-significant result is reported
+/// as "too noisy" rather than "no change".
+pub const NOISY_CV: f64 = 0.20;
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Improved,
+    Regressed,
+    NoChange,
+    TooNoisy,
+    TooFewSamples,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::NoChange => "no significant change",
+            Verdict::TooNoisy => "too noisy to judge",
+            Verdict::TooFewSamples => "too few samples",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Comparison {
+    /// `variants` (base cell vs series cell) or `within` (two metrics, one cell).
+    pub kind: String,
+    pub base_cell: String,
+    pub new_cell: String,
+    pub base_metric: String,
+    pub new_metric: String,
+    pub unit: String,
+    pub n_base: usize,
+    pub n_new: usize,
+    pub median_base: f64,
+    pub median_new: f64,
+    pub pct_change: f64,
+    pub ci95_lo: f64,
+    pub ci95_hi: f64,
+    pub p_value: f64,
+    pub cv_base: f64,
+    pub cv_new: f64,
+    pub better: Better,
+    pub min_effect_pct: f64,
+    pub verdict: Verdict,
+}
+
+pub fn compare_samples(base: &[f64], new: &[f64], better: Better, min_effect_pct: f64) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
+    let sb = stats::summarize(base)?;
+    let sn = stats::summarize(new)?;
+    let ci = stats::median_change_ci(base, new, 0.95, RESAMPLES, SEED)?;
+    let p = stats::mann_whitney_u(base, new)?.p_two_sided;
+    let verdict = if base.len() < 3 || new.len() < 3 {
+        Verdict::TooFewSamples
+    } else if p < ALPHA && (ci.lo > 0.0 || ci.hi < 0.0) && ci.pct_change.abs() >= min_effect_pct {
+        let lower = ci.pct_change < 0.0;
+        match (better, lower) {
+            (Better::Lower, true) | (Better::Higher, false) => Verdict::Improved,
+            _ => Verdict::Regressed,
+        }
+    } else if sb.cv > NOISY_CV || sn.cv > NOISY_CV {
+        Verdict::TooNoisy
+    } else {
+        Verdict::NoChange
+    };
+    Some((ci, p, verdict, sb.cv, sn.cv))
+}
+
+fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, nm: &Metric) -> Option<Comparison> {
+    if bm.skip.is_some() || nm.skip.is_some() {
+        return None;
+    }
+    let (better, min_effect_pct) = m.metric_spec(&nm.name);
+    let (ci, p, verdict, cv_base, cv_new) = compare_samples(&bm.samples, &nm.samples, better, min_effect_pct)?;
+    Some(Comparison {
+        kind: kind.into(),
+        base_cell: bc.id.clone(),
+        new_cell: nc.id.clone(),
+        base_metric: bm.name.clone(),
+        new_metric: nm.name.clone(),
+        unit: nm.unit.clone(),
+        n_base: bm.samples.len(),
+        n_new: nm.samples.len(),
+        median_base: stats::median(&bm.samples),
+        median_new: stats::median(&nm.samples),
+        pct_change: ci.pct_change,
+        ci95_lo: ci.lo,
+        ci95_hi: ci.hi,
+        p_value: p,
+        cv_base,
+        cv_new,
+        better,
+        min_effect_pct,
+        verdict,
+    })
+}
+
+pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    // Series vs base of the same kernel/arch/config.
+    for nc in run.cells.iter().filter(|c| c.variant != "base") {
+        let Some(bc) = run.cells.iter().find(|c| c.variant == "base" && c.kernel == nc.kernel && c.arch == nc.arch && c.config == nc.config) else {
+            continue;
+        };
+        for nm in &nc.metrics {
+            if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
+                out.extend(make("variants", m, bc, bm, nc, nm));
+            }
+        }
+    }
+    // Declared pairs inside one cell.
+    for c in &run.cells {
+        for w in &m.within {
+            for bm in c.metrics.iter().filter(|x| x.name.starts_with(&w.base)) {
+                let suffix = &bm.name[w.base.len()..];
+                if let Some(nm) = c.metrics.iter().find(|x| x.name == format!("{}{suffix}", w.new)) {
+                    out.extend(make("within", m, c, bm, c, nm));
+                }
+            }
+        }
+    }
+    out
+}
+
+pub fn markdown(cs: &[Comparison]) -> String {
+    if cs.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n## Comparisons\n\n| new | vs base | median base | median new | change | 95% CI | p | verdict |\n|---|---|---|---|---|---|---|---|\n");
+    for c in cs {
+        let new = if c.kind == "within" { format!("{} {}", c.new_cell, c.new_metric) } else { format!("{} {}", c.new_cell, c.new_metric) };
+        let base = if c.kind == "within" { c.base_metric.clone() } else { c.base_cell.clone() };
+        s += &format!(
+            "| {new} | {base} | {:.3} | {:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%] | {:.4} | {} |\n",
+            c.median_base,
+            c.median_new,
+            c.unit,
+            c.pct_change,
+            c.ci95_lo,
+            c.ci95_hi,
+            c.p_value,
+            c.verdict.as_str()
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clear_speedup_is_an_improvement_for_lower_is_better() {
+        let base = [180.0, 176.0, 185.0, 179.0, 182.0, 178.0, 181.0];
+        let new = [85.0, 83.0, 86.0, 84.0, 82.0, 88.0, 85.0];
+        let (ci, p, v, _, _) = compare_samples(&base, &new, Better::Lower, 5.0).unwrap();
+        assert_eq!(v, Verdict::Improved);
+        assert!(p < 0.01, "{p}");
+        assert!(ci.hi < -40.0, "{ci:?}");
+        let (_, _, v, _, _) = compare_samples(&base, &new, Better::Higher, 5.0).unwrap();
+        assert_eq!(v, Verdict::Regressed);
+    }
+
+    #[test]
+    fn overlap_is_no_change_and_noise_is_flagged() {
+        let a = [100.0, 101.0, 99.0, 100.5, 99.5];
+        let b = [100.2, 99.8, 100.9, 99.1, 100.4];
+        assert_eq!(compare_samples(&a, &b, Better::Lower, 5.0).unwrap().2, Verdict::NoChange);
+        let noisy_a = [50.0, 150.0, 100.0, 60.0, 140.0];
+        let noisy_b = [55.0, 145.0, 90.0, 70.0, 150.0];
+        assert_eq!(compare_samples(&noisy_a, &noisy_b, Better::Lower, 5.0).unwrap().2, Verdict::TooNoisy);
+    }
+
+    #[test]
+    fn significant_but_below_min_effect_is_no_change() {
+        let a = [100.0, 100.1, 100.2, 100.3, 100.4, 100.5];
+        let b = [101.0, 101.1, 101.2, 101.3, 101.4, 101.5];
+        assert_eq!(compare_samples(&a, &b, Better::Lower, 5.0).unwrap().2, Verdict::NoChange);
+        assert_eq!(compare_samples(&a, &b, Better::Lower, 0.5).unwrap().2, Verdict::Regressed);
+    }
+
+    #[test]
+    fn tiny_samples() {
+        assert_eq!(compare_samples(&[1.0, 2.0], &[5.0, 6.0], Better::Lower, 1.0).unwrap().2, Verdict::TooFewSamples);
+        assert!(compare_samples(&[], &[1.0], Better::Lower, 1.0).is_none());
+    }
+}
