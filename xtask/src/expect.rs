@@ -22,6 +22,26 @@ fn name(o: ExpectedOutcome) -> &'static str {
     }
 }
 
+/// `*` matches any run of characters (case names contain dots and dashes).
+pub fn wildcard(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first) || !name[first.len()..].ends_with(last) || name.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 /// Returns (as_expected, mismatches), each mismatch a readable sentence.
 pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
     let mut out = Vec::new();
@@ -37,7 +57,7 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
         let test_expect = expects.iter().find(|e| e.test.get_ref() == &t.name && e.case.is_none());
         let mut explained_by_cases = false;
         for c in &t.cases {
-            let e = expects.iter().find(|e| e.test.get_ref() == &t.name && e.case.as_deref() == Some(c.name.as_str()));
+            let e = expects.iter().find(|e| e.test.get_ref() == &t.name && e.case.as_deref().is_some_and(|p| wildcard(p, &c.name)));
             let want = e.map(|e| e.outcome).or(test_expect.map(|e| e.outcome)).unwrap_or(ExpectedOutcome::Pass);
             if matches(want, c.outcome) {
                 explained_by_cases |= c.outcome == Outcome::Fail;
@@ -48,7 +68,7 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
         }
         for e in expects.iter().filter(|e| e.test.get_ref() == &t.name) {
             if let Some(case) = &e.case {
-                if !t.cases.iter().any(|c| &c.name == case) {
+                if !t.cases.iter().any(|c| wildcard(case, &c.name)) {
                     out.push(format!("{} {}/{case}: did not run, expected {} ({})", cell.id, t.name, name(e.outcome), e.reason));
                 }
             }
@@ -150,6 +170,15 @@ reason = "no feature"
         assert_eq!(mm, ["k/base/x86_64/c t/a: skip, expected pass"]);
         let (_, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Pass), &e);
         assert_eq!(mm, ["k/base/x86_64/c t/sync: did not run, expected fail (no feature)"]);
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard("seccomp_notify.sync.*", "seccomp_notify.sync.same-cpu"));
+        assert!(!wildcard("seccomp_notify.sync.*", "seccomp_notify.default.same-cpu"));
+        assert!(wildcard("a*b*c", "axxbyyc"));
+        assert!(!wildcard("a*b*c", "ac"));
+        assert!(wildcard("exact", "exact") && !wildcard("exact", "exactly"));
     }
 
     #[test]

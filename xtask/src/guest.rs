@@ -16,7 +16,9 @@ use crate::matrix::{TestKind, TestSpec};
 #[derive(Debug, Clone)]
 pub struct Program {
     pub test: String,
+    /// A compiled binary, or a script carried in the initramfs as-is.
     pub binary: PathBuf,
+    pub script: Option<String>,
     pub args: Vec<String>,
     pub timeout_s: u64,
     pub compile_cmd: String,
@@ -62,6 +64,16 @@ pub struct CompileJob<'a> {
 }
 
 pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileOutcome> {
+    if let (TestKind::Shell, Some(command)) = (spec.kind, &spec.command) {
+        return Ok(CompileOutcome::Ok(Program {
+            test: name.to_string(),
+            binary: PathBuf::from("run.sh"),
+            script: Some(format!("#!/bin/sh\n{command}\n")),
+            args: spec.args.clone(),
+            timeout_s: spec.timeout_s.unwrap_or(60) * job.scale_timeouts,
+            compile_cmd: String::new(),
+        }));
+    }
     let cc = gcc(job.arch);
     let mut key = KeyBuilder::new("guest-program");
     key.add("arch", job.arch.as_bytes()).add("cc", compiler_version(job.arch).as_bytes());
@@ -84,6 +96,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
             }
             default_timeout = settings_timeout(&src_dir).unwrap_or(45);
         }
+        TestKind::Shell => unreachable!("handled above"),
         TestKind::Bench => {
             let src = job.repo_root.join(spec.source.as_deref().unwrap());
             let text = std::fs::read(&src).with_context(|| format!("test {name}: reading {}", src.display()))?;
@@ -104,6 +117,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
     let program = Program {
         test: name.to_string(),
         binary: binary.clone(),
+        script: None,
         args: spec.args.clone(),
         timeout_s: spec.timeout_s.unwrap_or(default_timeout) * job.scale_timeouts,
         compile_cmd: compile_cmd.clone(),
@@ -136,7 +150,11 @@ pub fn initramfs(repo_root: &Path, busybox: &Path, programs: &[Program]) -> Resu
     for p in programs {
         let bin = p.binary.file_name().unwrap().to_string_lossy().to_string();
         e.push(dir(&format!("tests/{}", p.test)));
-        e.push(Entry::File { path: format!("tests/{}/{bin}", p.test), mode: 0o755, data: read(&p.binary)? });
+        let data = match &p.script {
+            Some(text) => text.clone().into_bytes(),
+            None => read(&p.binary)?,
+        };
+        e.push(Entry::File { path: format!("tests/{}/{bin}", p.test), mode: 0o755, data });
         list.push_str(&format!("{} {} ./{bin} {}\n", p.test, p.timeout_s, p.args.join(" ")));
     }
     e.push(Entry::File { path: "etc/kmatrix/tests".into(), mode: 0o644, data: list.into_bytes() });

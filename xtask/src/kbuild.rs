@@ -59,7 +59,7 @@ pub struct ConfigRequest {
 }
 
 pub enum ConfigOutcome {
-    Ok { config: PathBuf, key: String, cached: bool },
+    Ok { config: PathBuf, cached: bool },
     /// Options that did not survive olddefconfig: (line, origin, got).
     Dropped { missing: Vec<(String, String, String)>, config: PathBuf },
 }
@@ -128,7 +128,7 @@ pub fn configure(cache: &Cache, tree: &Path, tree_id: &str, arch: &str, req: &Co
     if !missing.is_empty() {
         return Ok(ConfigOutcome::Dropped { missing, config });
     }
-    Ok(ConfigOutcome::Ok { config, key, cached })
+    Ok(ConfigOutcome::Ok { config, cached })
 }
 
 /// Every requested (name, value) must be in the final config; `n` means

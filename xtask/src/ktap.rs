@@ -17,6 +17,7 @@ pub struct Parsed {
     pub totals: Option<String>,
 }
 
+#[cfg(test)]
 impl Parsed {
     pub fn count(&self, o: Outcome) -> usize {
         self.cases.iter().filter(|c| c.outcome == o).count()

@@ -91,6 +91,16 @@ struct MatrixArgs {
     /// Exit 1 when a metric regressed significantly beyond its threshold.
     #[arg(long)]
     fail_on_regression: bool,
+    /// Continue the run in DIR: cells already in its results.json are skipped.
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    resume: Option<PathBuf>,
+    /// Re-run a cell that is not as expected up to N times (boot only; the
+    /// build is cached). Passing on a retry is recorded as `flaky`.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
+    /// Whole-cell QEMU budget in seconds (overrides run.cell_timeout_s).
+    #[arg(long)]
+    cell_timeout: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -174,7 +184,8 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
         setup::ensure(&debian_packages(&m))?;
     }
     let cache = cache::Cache::open(cache::default_root(), !a.no_wait)?;
-    let run_dir = match a.out {
+    let resuming = a.resume.is_some();
+    let run_dir = match a.out.or(a.resume) {
         Some(d) => d,
         None => {
             let d = root.join("results").join(timestamp());
@@ -201,12 +212,39 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     ui.println(&format!("kmatrix: {} cells, cache {}, results {}", cells.len(), cache.root.display(), run_dir.display()));
     let mut ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, run_dir.clone(), &ui);
     ctx.extra_cmdline = a.cmdline;
+    ctx.cell_timeout_s = a.cell_timeout;
     for (i, cell) in cells.iter().enumerate() {
         if signals::interrupted() {
             break;
         }
         let cu = ui.cell(i + 1, cells.len(), &cell.id());
-        let r = runner::run_cell(&ctx, cell, &cu);
+        if resuming && run.cells.iter().any(|c| c.id == cell.id()) {
+            cu.finish("already in results.json (--resume): skipped");
+            continue;
+        }
+        let mut r = runner::run_cell(&ctx, cell, &cu);
+        let mut attempt = 0;
+        while !r.as_expected && attempt < a.retries && !signals::interrupted() && retryable(r.outcome) {
+            attempt += 1;
+            cu.note(&format!("{} not as expected ({}); retry {attempt} of {}", cell.id(), r.outcome, a.retries));
+            // Keep the failed attempt's logs beside the retry's.
+            let dir = ctx.cell_dir(cell);
+            let kept = PathBuf::from(format!("{}.attempt{attempt}", dir.display()));
+            let _ = std::fs::rename(&dir, &kept);
+            let again = runner::run_cell(&ctx, cell, &cu);
+            if again.as_expected {
+                let first = r;
+                r = again;
+                r.outcome = results::Outcome::Flaky;
+                r.evidence.insert(0, results::Evidence {
+                    what: format!("flaky: attempt 1 was {} and attempt {} was as expected", first.outcome, attempt + 1),
+                    excerpt: first.mismatches.join("\n"),
+                    path: Some(kept.join("console.log")),
+                });
+            } else {
+                r = again;
+            }
+        }
         let t = &r.timings;
         cu.finish(&format!(
             "{}{} (source {:.1}s, config {:.1}s, build {}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s)",
@@ -219,8 +257,9 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
             t.boot_s,
             t.guest_s
         ));
-        if signals::interrupted() && r.outcome == results::Outcome::InfraError {
-            ui.println(&format!("{}: interrupted; not recorded", cell.id()));
+        if signals::interrupted() {
+            // Whatever this cell shows was caused by the interruption.
+            ui.println(&format!("{}: interrupted; not recorded (finish it with --resume {})", cell.id(), run_dir.display()));
             break;
         }
         run.upsert(r);
@@ -246,6 +285,11 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
         return Ok(1);
     }
     Ok(if bad.is_empty() { 0 } else { 1 })
+}
+
+/// Only outcomes a reboot could change are worth a retry.
+fn retryable(o: results::Outcome) -> bool {
+    matches!(o, results::Outcome::Fail | results::Outcome::Crash | results::Outcome::Timeout)
 }
 
 fn report_regressions(cs: &[compare::Comparison]) -> bool {

@@ -128,6 +128,8 @@ pub enum TestKind {
     Kselftest,
     /// A guest program from rootfs/ printing METRIC/SKIP lines.
     Bench,
+    /// A busybox sh command run in the guest; passes when it exits 0.
+    Shell,
 }
 
 #[derive(Debug, Deserialize)]
@@ -143,6 +145,9 @@ pub struct TestSpec {
     /// bench: C file in this repository.
     #[serde(default)]
     pub source: Option<String>,
+    /// shell: the command (busybox sh).
+    #[serde(default)]
+    pub command: Option<String>,
     #[serde(default)]
     pub libs: Vec<String>,
     #[serde(default)]
@@ -191,9 +196,6 @@ pub struct Cell {
 impl Cell {
     pub fn id(&self) -> String {
         format!("{}/{}/{}/{}", self.kernel, self.variant, self.arch, self.config)
-    }
-    pub fn series(&self) -> Option<&str> {
-        (self.variant != "base").then_some(self.variant.as_str())
     }
 }
 
@@ -300,6 +302,9 @@ impl Matrix {
                 }
                 TestKind::Bench if t.source.is_none() => {
                     bail!("{path}: [test.{name}] kind = \"bench\" needs `source`")
+                }
+                TestKind::Shell if t.command.is_none() => {
+                    bail!("{path}: [test.{name}] kind = \"shell\" needs `command`")
                 }
                 _ => {}
             }

@@ -13,6 +13,11 @@ use wait_timeout::ChildExt;
 /// fill the disk; the guest keeps running.
 pub const CONSOLE_CAP: u64 = 64 << 20;
 
+/// The cap in force: `KMATRIX_CONSOLE_CAP` (bytes) overrides it for tests.
+pub fn console_cap() -> u64 {
+    std::env::var("KMATRIX_CONSOLE_CAP").ok().and_then(|v| v.parse().ok()).unwrap_or(CONSOLE_CAP)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Accel {
     Kvm,
@@ -45,10 +50,15 @@ pub struct Guest {
     pub interactive: bool,
 }
 
-pub fn binary(arch: &str) -> &'static str {
-    match arch {
+pub fn binary(arch: &str) -> String {
+    let name = match arch {
         "arm64" => "qemu-system-aarch64",
         _ => "qemu-system-x86_64",
+    };
+    // KMATRIX_QEMU_DIR picks another QEMU build (and lets tests make it vanish).
+    match std::env::var("KMATRIX_QEMU_DIR") {
+        Ok(dir) => format!("{dir}/{name}"),
+        Err(_) => name.to_string(),
     }
 }
 
@@ -121,7 +131,6 @@ pub struct Exit {
     pub status: Option<i32>,
     pub timed_out: bool,
     pub elapsed: Duration,
-    pub console_bytes: u64,
     pub console_truncated: bool,
     pub stderr: String,
 }
@@ -156,6 +165,7 @@ pub fn run(
             String::from_utf8_lossy(&buf).into_owned()
         });
         let out_thread = s.spawn(move || {
+            let cap = console_cap();
             let mut written: u64 = 0;
             let mut truncated = false;
             let mut chunk = [0u8; 64 * 1024];
@@ -165,13 +175,13 @@ pub fn run(
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
-                if written < CONSOLE_CAP {
-                    let take = n.min((CONSOLE_CAP - written) as usize);
+                if written < cap {
+                    let take = n.min((cap - written) as usize);
                     let _ = file.write_all(&chunk[..take]);
                     written += take as u64;
                     if take < n {
                         truncated = true;
-                        let _ = writeln!(file, "\n[kmatrix: console truncated at {CONSOLE_CAP} bytes]");
+                        let _ = writeln!(file, "\n[kmatrix: console truncated at {cap} bytes]");
                     }
                     partial.extend_from_slice(&chunk[..take]);
                     while let Some(pos) = partial.iter().position(|&b| b == b'\n') {
@@ -184,7 +194,7 @@ pub fn run(
                 }
                 // Past the cap: keep draining so the guest never blocks on us.
             }
-            (written, truncated)
+            truncated
         });
         let status = child.wait_timeout(timeout);
         let (status, timed_out) = match status {
@@ -196,9 +206,9 @@ pub fn run(
                 (st, true)
             }
         };
-        let (written, truncated) = out_thread.join().unwrap_or((0, false));
+        let truncated = out_thread.join().unwrap_or(false);
         let stderr = err_thread.join().unwrap_or_default();
-        Exit { status, timed_out, elapsed: start.elapsed(), console_bytes: written, console_truncated: truncated, stderr }
+        Exit { status, timed_out, elapsed: start.elapsed(), console_truncated: truncated, stderr }
     });
     crate::signals::unregister_child(child.id());
     Ok(result)
@@ -303,7 +313,7 @@ mod tests {
         assert!(has_pair(&a, "-cpu", "max,pauth-impdef=on"));
         assert!(has_pair(&a, "-device", "virtio-serial-device"));
         assert!(a.iter().any(|x| x.starts_with("console=ttyAMA0")));
-        assert_eq!(binary("arm64"), "qemu-system-aarch64");
+        assert!(binary("arm64").ends_with("qemu-system-aarch64"));
     }
 
     #[test]

@@ -162,6 +162,9 @@ pub struct Logs {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Reproduce {
     pub make: Vec<String>,
+    /// How each guest program was compiled.
+    #[serde(default)]
+    pub guest: Vec<String>,
     pub qemu: Option<String>,
     pub xtask: String,
 }

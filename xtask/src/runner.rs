@@ -29,6 +29,8 @@ pub struct Ctx<'a> {
     pub jobs: usize,
     /// Extra kernel command line (fault injection, debugging).
     pub extra_cmdline: Vec<String>,
+    /// Overrides run.cell_timeout_s.
+    pub cell_timeout_s: Option<u64>,
     accels: RefCell<HashMap<String, (Accel, String)>>,
     bases: RefCell<HashMap<String, std::rc::Rc<Base>>>,
 }
@@ -36,7 +38,7 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     pub fn new(matrix: &'a Matrix, repo_root: PathBuf, cache: &'a Cache, run_dir: PathBuf, ui: &'a Ui) -> Ctx<'a> {
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
-        Ctx { matrix, repo_root, cache, run_dir, ui, jobs, extra_cmdline: vec![], accels: Default::default(), bases: Default::default() }
+        Ctx { matrix, repo_root, cache, run_dir, ui, jobs, extra_cmdline: vec![], cell_timeout_s: None, accels: Default::default(), bases: Default::default() }
     }
 
     fn accel(&self, arch: &str) -> (Accel, String) {
@@ -177,7 +179,9 @@ fn prepare(ctx: &Ctx, cell: &Cell, ui: &CellUi, dir: &Path, mut p: Partial) -> R
             req.fragments.extend(frags.iter().map(|f| ctx.repo_root.join(f)));
         }
     }
-    for tname in &cell.tests {
+    // Every test the matrix lists shapes the kernel, not only the selected
+    // ones: `--test` filters what runs, it never changes what is built.
+    for tname in ctx.matrix.run.tests.iter().map(|t| t.get_ref()) {
         let spec = &ctx.matrix.test[tname];
         if spec.kind == TestKind::Kselftest {
             let rel = format!("{}/config", spec.dir.as_deref().unwrap());
@@ -194,7 +198,12 @@ fn prepare(ctx: &Ctx, cell: &Cell, ui: &CellUi, dir: &Path, mut p: Partial) -> R
     let config_log = dir.join("config.log");
     p.r.logs.config = Some(config_log.clone());
     let config = match kbuild::configure(ctx.cache, &tree.path, &kernel_id, &cell.arch, &req, &config_log) {
-        Ok(ConfigOutcome::Ok { config, .. }) => config,
+        Ok(ConfigOutcome::Ok { config, cached }) => {
+            if cached {
+                ui.detail("config: cached");
+            }
+            config
+        }
         Ok(ConfigOutcome::Dropped { missing, config }) => {
             let lines: Vec<String> = missing.iter().map(|(l, o, got)| format!("{l} (from {o}): final .config has {got}")).collect();
             let names: Vec<&str> = missing.iter().map(|(l, _, _)| l.as_str()).collect();
@@ -249,7 +258,12 @@ fn prepare(ctx: &Ctx, cell: &Cell, ui: &CellUi, dir: &Path, mut p: Partial) -> R
     let mut programs: Vec<Program> = Vec::new();
     for tname in &cell.tests {
         match guest::compile(&job, tname, &ctx.matrix.test[tname])? {
-            CompileOutcome::Ok(prog) => programs.push(prog),
+            CompileOutcome::Ok(prog) => {
+                if !prog.compile_cmd.is_empty() {
+                    p.r.reproduce.guest.push(prog.compile_cmd.clone());
+                }
+                programs.push(prog)
+            }
             CompileOutcome::Failed { test, cmd, stderr } => {
                 let excerpt = format!("$ {cmd}\n{}", kbuild::first_errors(&stderr.lines().map(str::to_string).collect::<Vec<_>>()));
                 return Ok(Err(p.fail(Outcome::BuildError, &format!("guest program for test {test} failed to compile"), excerpt, None)));
@@ -286,12 +300,12 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ui: &CellUi, dir: &Path, p: Partial) -> Re
         results: Some(results_log.clone()),
         interactive: false,
     };
-    let bin = qemu::binary(&cell.arch);
+    let bin = &qemu::binary(&cell.arch);
     let args = qemu::args(&g);
     p.r.reproduce.qemu = Some(qemu::shell_line(bin, &args));
     p.r.logs.console = Some(console_log.clone());
     p.r.logs.results = Some(results_log.clone());
-    let budget = Duration::from_secs(ctx.matrix.run.cell_timeout_s);
+    let budget = Duration::from_secs(ctx.cell_timeout_s.unwrap_or(ctx.matrix.run.cell_timeout_s));
     let t = Instant::now();
     let exit = qemu::run(bin, &args, &console_log, budget, |line| {
         let l = console::strip_timestamp(line);
@@ -331,7 +345,7 @@ fn classify(mut r: CellResult, ctx: &Ctx, cell: &Cell, exit: &qemu::Exit, consol
         });
     }
     if exit.console_truncated {
-        r.evidence.push(Evidence { what: format!("console log truncated at {} bytes (guest flooded the console)", qemu::CONSOLE_CAP), excerpt: String::new(), path: Some(console_log.to_path_buf()) });
+        r.evidence.push(Evidence { what: format!("console log truncated at {} bytes (guest flooded the console)", qemu::console_cap()), excerpt: String::new(), path: Some(console_log.to_path_buf()) });
     }
     // Test results, in the order the matrix lists them.
     let mut reached_end = true;
@@ -356,6 +370,7 @@ fn classify(mut r: CellResult, ctx: &Ctx, cell: &Cell, exit: &qemu::Exit, consol
                     t.reason = Some(format!("{n} of {} cases failed", t.cases.len()));
                 }
             }
+            TestKind::Shell => {}
             TestKind::Bench => {
                 let mut errors = Vec::new();
                 for l in guestlog::bench_lines(&block.output) {
@@ -480,7 +495,7 @@ pub fn boot_interactive(ctx: &Ctx, cell: &Cell, ui: &CellUi) -> Result<()> {
         results: None,
         interactive: true,
     };
-    let bin = qemu::binary(&cell.arch);
+    let bin = &qemu::binary(&cell.arch);
     let args = qemu::args(&g);
     eprintln!("$ {}", qemu::shell_line(bin, &args));
     let st = std::process::Command::new(bin).args(&args).status()?;

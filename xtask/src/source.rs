@@ -17,7 +17,6 @@ use crate::matrix::SourceSpec;
 /// A patch series: the files in order and their combined hash.
 #[derive(Debug, Clone)]
 pub struct Series {
-    pub name: String,
     pub patches: Vec<PathBuf>,
     pub hash: String,
 }
@@ -50,7 +49,7 @@ impl Series {
             let bytes = std::fs::read(p).with_context(|| format!("series {name}: reading {}", p.display()))?;
             key.add("patch", &bytes);
         }
-        Ok(Series { name: name.to_string(), patches, hash: key.finish() })
+        Ok(Series { patches, hash: key.finish() })
     }
 }
 
@@ -86,8 +85,6 @@ fn run_ok(mut c: Command, what: &str) -> Result<String> {
 pub struct Base {
     pub repo: PathBuf,
     pub commit: String,
-    /// Stable id of the base content (tarball hash or git commit).
-    pub id: String,
 }
 
 pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str)) -> Result<Base> {
@@ -114,7 +111,7 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
                 c.args(["fetch", "--quiet", path, &commit]);
                 run_ok(c, &format!("fetching {rev} from {path}"))?;
             }
-            Ok(Base { repo, id: format!("git-{commit}"), commit })
+            Ok(Base { repo, commit })
         }
     }
 }
@@ -163,7 +160,7 @@ fn import_tarball(tarball: &Path, cache: &Cache, log: &mut dyn FnMut(&str)) -> R
         std::fs::write(&done, &sha)?;
     }
     let commit = run_ok({ let mut c = git(&repo); c.args(["rev-parse", "HEAD"]); c }, "git rev-parse")?;
-    Ok(Base { repo, commit, id })
+    Ok(Base { repo, commit })
 }
 
 /// A checked-out tree for one variant.

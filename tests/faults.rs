@@ -1,0 +1,269 @@
+//! When things break: each fault from the fault table becomes the right
+//! cell outcome with its evidence, on real kernels and real QEMU
+//! (tests/faults/faults.toml shares the default matrix's kernel, so the
+//! kernel build is cached). Each test prints how long detection took.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn xtask() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    c.current_dir(repo());
+    c
+}
+
+struct Ran {
+    code: i32,
+    run: Option<Value>,
+    stderr: String,
+    secs: f64,
+}
+
+fn faults(name: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir(name);
+    let t = Instant::now();
+    let o = xtask()
+        .args(["matrix", "--matrix", "tests/faults/faults.toml", "--out"])
+        .arg(&out)
+        .args(args)
+        .envs(env.iter().copied())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    eprintln!("{stderr}");
+    let run = std::fs::read_to_string(out.join("results.json")).ok().map(|t| serde_json::from_str(&t).unwrap());
+    println!("fault {name}: detected in {secs:.1}s");
+    Ran { code: o.status.code().unwrap_or(-1), run, stderr, secs }
+}
+
+fn cell(r: &Ran) -> &Value {
+    &r.run.as_ref().expect("results.json")["cells"][0]
+}
+
+fn test<'a>(cell: &'a Value, name: &str) -> &'a Value {
+    cell["tests"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name}: {cell}"))
+}
+
+fn evidence(cell: &Value) -> String {
+    cell["evidence"].as_array().unwrap().iter().map(|e| format!("{}\n{}\n", e["what"], e["excerpt"].as_str().unwrap_or(""))).collect()
+}
+
+/// The cells tests/e2e.rs builds, so these tests find their kernels cached.
+/// Which kernel it is does not matter to the faults (shell tests).
+const BASE: &str = "6.1/seccomp-sync-wakeup/x86_64/tiny";
+const OTHER: &str = "6.1/base/arm64/tiny";
+
+fn cache_root() -> PathBuf {
+    std::env::var("KMATRIX_CACHE").map(PathBuf::from).unwrap_or_else(|_| {
+        PathBuf::from(std::env::var("XDG_CACHE_HOME").unwrap_or_else(|_| format!("{}/.cache", std::env::var("HOME").unwrap()))).join("kmatrix")
+    })
+}
+
+#[test]
+fn segfault_and_hang_fail_their_tests_and_the_rest_still_runs() {
+    let r = faults("segv-hang", &["--cell", BASE, "--test", "segv", "--test", "hang", "--test", "after"], &[]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "fail", "{c}");
+    assert_eq!(r.code, 1, "a failing test is a mismatch");
+    let segv = test(c, "segv");
+    assert_eq!(segv["outcome"], "fail");
+    assert!(segv["reason"].as_str().unwrap().contains("SIGSEGV"), "{segv}");
+    assert!(segv["reason"].as_str().unwrap().contains("about to crash"), "{segv}");
+    let hang = test(c, "hang");
+    assert_eq!(hang["outcome"], "timeout", "{hang}");
+    assert!(hang["reason"].as_str().unwrap().contains("going to sleep"), "{hang}");
+    assert_eq!(test(c, "after")["outcome"], "pass");
+}
+
+#[test]
+fn kernel_panic_is_a_crash_with_the_trace_and_the_test() {
+    let r = faults("panic", &["--cell", BASE, "--test", "panic", "--test", "after"], &[]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "crash", "{c}");
+    let ev = evidence(c);
+    assert!(ev.contains("Panic") && ev.contains("while test panic ran"), "{ev}");
+    assert!(ev.contains("sysrq"), "{ev}");
+    assert_eq!(test(c, "panic")["outcome"], "crash");
+    assert_eq!(test(c, "after")["outcome"], "skip", "not reached");
+    assert!(r.stderr.contains("MISMATCH"));
+}
+
+#[test]
+fn guest_hanging_at_boot_is_a_timeout_with_the_console_tail() {
+    let r = faults("boot-hang", &["--cell", BASE, "--test", "after", "--cmdline", "kmatrix.hang_boot", "--cell-timeout", "40"], &[]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "timeout", "{c}");
+    assert!(evidence(c).contains("hanging before the first report"), "{}", evidence(c));
+    assert!(r.secs < 120.0);
+}
+
+#[test]
+fn console_flood_is_capped_and_the_run_continues() {
+    let r = faults("flood", &["--cell", BASE, "--test", "flood", "--test", "after"], &[("KMATRIX_CONSOLE_CAP", "200000")]);
+    let c = cell(&r);
+    let console = std::fs::read_to_string(c["logs"]["console"].as_str().unwrap()).unwrap();
+    assert!(console.len() < 200_200, "{}", console.len());
+    assert!(console.contains("console truncated at 200000 bytes"));
+    assert!(evidence(c).contains("truncated"));
+    assert_eq!(test(c, "flood")["outcome"], "pass");
+    assert_eq!(test(c, "after")["outcome"], "pass");
+}
+
+#[test]
+fn missing_qemu_is_an_infra_error_naming_the_command() {
+    let r = faults("no-qemu", &["--cell", BASE, "--test", "after"], &[("KMATRIX_QEMU_DIR", "/nonexistent")]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "infra-error", "{c}");
+    assert!(evidence(c).contains("/nonexistent/qemu-system-x86_64"), "{}", evidence(c));
+}
+
+#[test]
+fn patch_that_does_not_apply_names_patch_file_and_hunk() {
+    let r = faults("apply", &["--cell", "6.1/broken-series/x86_64/tiny"], &[]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "apply-error", "{c}");
+    let ev = evidence(c);
+    assert!(ev.contains("0002-damaged-seccomp-sync-mode.patch"), "{ev}");
+    assert!(ev.contains("kernel/seccomp.c"), "{ev}");
+    assert_eq!(r.code, 1);
+}
+
+#[test]
+fn dropped_config_option_is_a_config_error_naming_it() {
+    let r = faults("config", &["--cell", "6.1/base/x86_64/impossible"], &[]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "config-error", "{c}");
+    assert!(evidence(c).contains("CONFIG_LOCKDEP=y"), "{}", evidence(c));
+    assert!(evidence(c).contains("impossible.config"), "{}", evidence(c));
+}
+
+#[test]
+fn compile_error_is_a_build_error_with_the_first_error() {
+    let r = faults("build", &["--cell", "6.1/broken-build/x86_64/tiny"], &[]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "build-error", "{c}");
+    let ev = evidence(c);
+    assert!(ev.contains("init/version.c") && ev.contains("injected build failure"), "{ev}");
+    assert!(Path::new(c["logs"]["build"].as_str().unwrap()).exists());
+}
+
+#[test]
+fn bad_matrix_is_refused_before_any_work() {
+    let dir = out_dir("bad-matrix");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(repo().join("matrix.toml")).unwrap().replace("smp = 2", "smp = 2\nsmpp = 3");
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, text).unwrap();
+    let t = Instant::now();
+    let o = xtask().args(["matrix", "--no-setup", "--matrix"]).arg(&bad).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err.contains("bad.toml:") && err.contains("smpp"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn sigint_stops_qemu_and_keeps_finished_cells() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("sigint");
+    let marker = format!("kmatrix.sigint_test={}", std::process::id());
+    let mut child = xtask()
+        .args(["matrix", "--matrix", "tests/faults/faults.toml", "--cell", BASE, "--cell", OTHER])
+        .args(["--test", "after", "--test", "hang", "--cmdline", &marker, "--out"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first cell is saved and the second one's QEMU runs.
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let saved = std::fs::read_to_string(out.join("results.json")).unwrap_or_default();
+        let qemu_up = Command::new("pgrep").args(["-f", &format!("qemu-system.*{marker}")]).output().map(|o| o.status.success()).unwrap_or(false);
+        // Cells run in matrix order: base/arm64 first, then the series cell.
+        if saved.contains(OTHER) && qemu_up {
+            break;
+        }
+        assert!(Instant::now() < deadline, "second cell never started");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let t = Instant::now();
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let st = child.wait().unwrap();
+    println!("fault sigint: stopped in {:.1}s", t.elapsed().as_secs_f64());
+    assert_eq!(st.code(), Some(2));
+    std::thread::sleep(Duration::from_millis(500));
+    let left = Command::new("pgrep").args(["-f", &format!("qemu-system.*{marker}")]).output().unwrap();
+    assert!(!left.status.success(), "QEMU left running: {}", String::from_utf8_lossy(&left.stdout));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = run["cells"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [OTHER]);
+    // --resume finishes the interrupted run without redoing the first cell.
+    let o = xtask()
+        .args(["matrix", "--matrix", "tests/faults/faults.toml", "--cell", BASE, "--cell", OTHER])
+        .args(["--test", "after", "--resume"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("already in results.json"), "{err}");
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(run["cells"].as_array().unwrap().len(), 2);
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn busy_cache_is_refused_with_no_wait() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache_root();
+    let mut holder = Command::new("flock").arg(cache.join("lock")).args(["sleep", "30"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let o = xtask().args(["matrix", "--no-setup", "--no-wait", "--cell", BASE, "--out"]).arg(out_dir("lock")).output().unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("in use by another run"), "{err}");
+}
+
+#[test]
+fn corrupt_cached_kernel_is_detected_and_rebuilt() {
+    // Find the cached image of the base cell and damage it.
+    let first = faults("corrupt-1", &["--cell", BASE, "--test", "after"], &[]);
+    let c = cell(&first);
+    assert_eq!(c["outcome"], "pass", "{c}");
+    let key = c["build_key"].as_str().unwrap().to_string();
+    let image = cache_root().join("kernels").join(&key).join("bzImage");
+    let mut bytes = std::fs::read(&image).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0xff;
+    std::fs::write(&image, bytes).unwrap();
+    let second = faults("corrupt-2", &["--cell", BASE, "--test", "after"], &[]);
+    assert!(second.stderr.contains("corrupt cache entry"), "{}", second.stderr);
+    let c = cell(&second);
+    assert_eq!(c["outcome"], "pass", "{c}");
+    assert_eq!(c["timings"]["build_cached"], false);
+    assert_eq!(c["build_key"].as_str().unwrap(), key);
+}
