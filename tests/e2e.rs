@@ -84,3 +84,29 @@ fn arm64_base_fails_only_the_sync_case_as_expected() {
     assert!(m["samples"].as_array().unwrap().is_empty());
     assert!(m["skip"].as_str().unwrap().contains("EINVAL"), "{m}");
 }
+
+/// `xtask boot` hands the console to the user: commands typed on stdin run
+/// in the guest's shell, and `reboot -f` ends QEMU.
+#[test]
+fn boot_gives_an_interactive_shell() {
+    use std::io::Write;
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["boot", "6.1/seccomp-sync-wakeup/x86_64/tiny"])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Typed ahead: the guest's tty buffers it until the shell reads.
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        let _ = stdin.write_all(b"echo guest-says-$((6*7)); ls /tests; reboot -f\n");
+        std::thread::sleep(std::time::Duration::from_secs(120));
+    });
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("guest-says-42"), "{text}");
+    assert!(text.contains("seccomp_bpf"), "{text}");
+}

@@ -77,7 +77,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
     let cc = gcc(job.arch);
     let mut key = KeyBuilder::new("guest-program");
     key.add("arch", job.arch.as_bytes()).add("cc", compiler_version(job.arch).as_bytes());
-    let mut cmd: Vec<String> = vec![cc.clone(), "-static".into(), "-O2".into(), "-Wall".into(), "-D_GNU_SOURCE".into()];
+    let mut cmd: Vec<String> = vec![cc.clone(), "-static".into(), "-O2".into(), "-Wall".into()];
     let default_timeout;
     match spec.kind {
         TestKind::Kselftest => {
@@ -108,7 +108,9 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
     for l in &spec.libs {
         cmd.push(format!("-l{l}"));
     }
-    key.add("cmd-shape", format!("{:?}", &spec.libs).as_bytes());
+    // Flags and libraries, not paths: the same program in another checkout
+    // is the same program.
+    key.add("flags", format!("{:?} {:?}", &cmd[1..4], &spec.libs).as_bytes());
     let out_dir = job.cache.dir(&["guest", &key.finish()]);
     let binary = out_dir.join(name);
     cmd.push("-o".into());

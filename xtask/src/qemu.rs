@@ -236,8 +236,26 @@ fn probe_boot_sector() -> Vec<u8> {
 
 /// Decides the accelerator for `arch` on this host: KVM only when a guest
 /// provably runs under it within a few seconds, TCG otherwise. Returns the
-/// choice and a one-line reason for the log.
+/// choice and a one-line reason for the log. The probe's answer is kept for
+/// the rest of this host boot (keyed by boot_id), so re-runs do not pay the
+/// 5 s it takes to see a hang.
 pub fn choose_accel(arch: &str, scratch: &Path) -> (Accel, String) {
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let memo = scratch.join(format!("accel-{arch}-{}", boot_id.trim()));
+    if let Ok(text) = std::fs::read_to_string(&memo) {
+        if let Some((accel, why)) = text.split_once('\n') {
+            let a = if accel == "kvm" { Accel::Kvm } else { Accel::Tcg { multi_thread: true } };
+            return (a, format!("{why} (probed earlier this host boot)"));
+        }
+    }
+    let (a, why) = probe_accel(arch, scratch);
+    if std::env::var("KMATRIX_ACCEL").is_err() {
+        let _ = std::fs::write(&memo, format!("{}\n{why}", a.qemu_arg()));
+    }
+    (a, why)
+}
+
+fn probe_accel(arch: &str, scratch: &Path) -> (Accel, String) {
     let tcg = Accel::Tcg { multi_thread: true };
     if std::env::var("KMATRIX_ACCEL").as_deref() == Ok("tcg") {
         return (tcg, "KMATRIX_ACCEL=tcg".into());

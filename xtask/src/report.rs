@@ -55,14 +55,18 @@ pub fn markdown(run: &Run) -> String {
     }
     let metrics: Vec<_> = run.cells.iter().flat_map(|c| c.metrics.iter().map(move |m| (c, m))).collect();
     if !metrics.is_empty() {
-        let _ = writeln!(s, "\n## Metrics\n\n| cell | metric | n | median | min | max | CV |\n|---|---|---|---|---|---|---|");
+        let _ = writeln!(s, "\n## Metrics\n\n| cell | metric | n | median | 95% CI of median | min | max | CV |\n|---|---|---|---|---|---|---|---|");
         for (c, m) in metrics {
             match (&m.skip, crate::stats::summarize(&m.samples)) {
                 (Some(why), _) => {
-                    let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | |", c.id, m.name);
+                    let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | | |", c.id, m.name);
                 }
                 (None, Some(x)) => {
-                    let _ = writeln!(s, "| {} | {} | {} | {:.3} {} | {:.3} | {:.3} | {:.1}% |", c.id, m.name, x.n, x.median, m.unit, x.min, x.max, 100.0 * x.cv);
+                    let ci = match x.median_ci {
+                        Some((lo, hi)) => format!("[{lo:.3}, {hi:.3}] ±{:.1}%", 50.0 * (hi - lo) / x.median),
+                        None => "n < 6".to_string(),
+                    };
+                    let _ = writeln!(s, "| {} | {} | {} | {:.3} {} | {ci} | {:.3} | {:.3} | {:.1}% |", c.id, m.name, x.n, x.median, m.unit, x.min, x.max, 100.0 * x.cv);
                 }
                 (None, None) => {}
             }
