@@ -123,7 +123,8 @@ pub fn busybox(arch: &str, cache: &crate::cache::Cache) -> Result<PathBuf> {
     let dl = cache.dir(&["busybox", "download"]);
     std::fs::create_dir_all(&dl)?;
     let st = Command::new("apt-get")
-        .args(["download", "busybox-static:arm64"])
+        // Root downloading into a root-owned dir: no _apt sandbox user needed.
+        .args(["-o", "APT::Sandbox::User=root", "download", "busybox-static:arm64"])
         .current_dir(&dl)
         .status()
         .context("apt-get download busybox-static:arm64")?;
