@@ -203,6 +203,9 @@ fn sigint_stops_qemu_and_keeps_finished_cells() {
             break;
         }
         assert!(Instant::now() < deadline, "second cell never started");
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("xtask exited ({st}) before the second cell's QEMU ran");
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     let t = Instant::now();

@@ -372,6 +372,11 @@ impl Matrix {
                 }
             }
         }
+        for g in &f.cell {
+            if !cells.iter().any(|c| glob_match(g, &c.id())) {
+                bail!("--cell {g}: matches no cell of the matrix (ids are kernel/variant/arch/config)");
+            }
+        }
         if cells.is_empty() {
             bail!("the filters select no cell");
         }
@@ -464,6 +469,8 @@ reason = "r"
         assert_eq!(ids, ["6.1/s1/arm64/tiny"]);
         let f = Filters { cell: vec!["*/base/*/tiny".into()], ..Default::default() };
         assert_eq!(m.cells(&f).unwrap().len(), 2);
+        let f = Filters { cell: vec!["6.1/base/riscv/*".into()], ..Default::default() };
+        assert!(m.cells(&f).unwrap_err().to_string().contains("matches no cell"));
         let f = Filters { arch: vec!["riscv".into()], ..Default::default() };
         assert!(m.cells(&f).unwrap_err().to_string().contains("--arch riscv"));
     }
