@@ -249,3 +249,82 @@ pub fn kernel_tree_id(tree: &Path) -> Result<String> {
 pub fn subtree_id(tree: &Path, sub: &str) -> Result<String> {
     run_ok({ let mut c = git(tree); c.args(["rev-parse", &format!("HEAD:{sub}")]); c }, &format!("git rev-parse HEAD:{sub}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn sh(dir: &Path, script: &str) {
+        let st = Command::new("sh").arg("-ec").arg(script).current_dir(dir).env("GIT_CONFIG_GLOBAL", "/dev/null").status().unwrap();
+        assert!(st.success(), "{script}");
+    }
+
+    /// A tiny "kernel": a base commit, and two one-patch series made with
+    /// git format-patch, one touching kernel/ and one touching only tools/.
+    fn fixture(root: &Path) -> (Base, Series, Series) {
+        let repo = root.join("src");
+        std::fs::create_dir_all(repo.join("kernel")).unwrap();
+        std::fs::create_dir_all(repo.join("tools")).unwrap();
+        sh(
+            &repo,
+            "git init -q; git config user.email t@t; git config user.name t;
+             echo a > kernel/seccomp.c; echo b > kernel/fork.c; echo c > tools/bench.c;
+             git add -A; git commit -qm base; git tag base;
+             echo a2 > kernel/seccomp.c; git commit -qam k; git format-patch -q -1 -o ../k;
+             git reset -q --hard base; echo c2 > tools/bench.c; git commit -qam t; git format-patch -q -1 -o ../t;
+             git reset -q --hard base",
+        );
+        let commit = String::from_utf8(Command::new("git").args(["-C"]).arg(&repo).args(["rev-parse", "base"]).output().unwrap().stdout).unwrap();
+        let base = Base { repo, commit: commit.trim().to_string() };
+        (base, Series::load("k", &root.join("k")).unwrap(), Series::load("t", &root.join("t")).unwrap())
+    }
+
+    #[test]
+    fn tools_only_series_keeps_the_kernel_id_and_switching_keeps_mtimes() {
+        let root = std::env::temp_dir().join(format!("kmatrix-source-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let (base, k, t) = fixture(&root);
+        let cache = Cache::open(root.join("cache"), false).unwrap();
+        let mut log = |_: &str| {};
+        let tree = prepare_variant(&base, "6.1", "v", None, &cache, &mut log).unwrap().ok().unwrap();
+        let base_id = kernel_tree_id(&tree.path).unwrap();
+        let fork = tree.path.join("kernel/fork.c");
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options().write(true).open(&fork).unwrap().set_modified(old).unwrap();
+
+        // Same variant dir, now with the tools-only series: same kernel id.
+        let tree = prepare_variant(&base, "6.1", "v", Some(&t), &cache, &mut log).unwrap().ok().unwrap();
+        assert_eq!(kernel_tree_id(&tree.path).unwrap(), base_id);
+        assert_eq!(std::fs::read_to_string(tree.path.join("tools/bench.c")).unwrap(), "c2\n");
+        // Switched to the kernel series: new id, untouched files keep mtimes.
+        let tree = prepare_variant(&base, "6.1", "v", Some(&k), &cache, &mut log).unwrap().ok().unwrap();
+        assert_ne!(kernel_tree_id(&tree.path).unwrap(), base_id);
+        assert_eq!(std::fs::read_to_string(tree.path.join("kernel/seccomp.c")).unwrap(), "a2\n");
+        assert_eq!(std::fs::metadata(&fork).unwrap().modified().unwrap(), old);
+        // Unchanged inputs: nothing is touched at all.
+        let before = std::fs::metadata(tree.path.join("kernel/seccomp.c")).unwrap().modified().unwrap();
+        prepare_variant(&base, "6.1", "v", Some(&k), &cache, &mut log).unwrap().ok().unwrap();
+        assert_eq!(std::fs::metadata(tree.path.join("kernel/seccomp.c")).unwrap().modified().unwrap(), before);
+        drop(cache);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_patch_that_does_not_apply_names_the_file() {
+        let root = std::env::temp_dir().join(format!("kmatrix-apply-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let (base, k, _) = fixture(&root);
+        let text = std::fs::read_to_string(&k.patches[0]).unwrap().replace("-a\n", "-zzz\n");
+        std::fs::write(&k.patches[0], text).unwrap();
+        let broken = Series::load("k", &root.join("k")).unwrap();
+        let cache = Cache::open(root.join("cache"), false).unwrap();
+        let e = prepare_variant(&base, "6.1", "v", Some(&broken), &cache, &mut |_| {}).unwrap().err().expect("must not apply");
+        assert!(e.patch.ends_with("0001-k.patch"), "{}", e.patch.display());
+        assert!(e.detail.contains("kernel/seccomp.c"), "{}", e.detail);
+        drop(cache);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
