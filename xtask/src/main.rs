@@ -50,6 +50,13 @@ enum Cmd {
     },
     /// Install the host packages the harness needs (Debian/Ubuntu, root or sudo).
     Setup,
+    /// Print the cell ids the matrix expands to (one per line, or JSON for CI fan-out).
+    List {
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Compare metrics of a finished run (default results/latest) with statistics.
     Compare {
         run_dir: Option<PathBuf>,
@@ -115,6 +122,7 @@ fn main() -> ExitCode {
         Cmd::Matrix(a) => cmd_matrix(&root, a),
         Cmd::Boot { cell, matrix } => cmd_boot(&root, &cell, &matrix).map(|_| 0),
         Cmd::Setup => setup::ensure(&[]).map(|_| 0),
+        Cmd::List { matrix, json } => cmd_list(&matrix, json).map(|_| 0),
         Cmd::Compare { run_dir, matrix, fail_on_regression } => cmd_compare(&root, run_dir, &matrix, fail_on_regression),
     };
     match r {
@@ -314,6 +322,19 @@ fn cmd_compare(root: &Path, run_dir: Option<PathBuf>, matrix_path: &Path, fail_o
     let table = compare::markdown(&run.comparisons);
     println!("{}", if table.is_empty() { "no metric appears in two variants or a declared pair".to_string() } else { table });
     Ok(if fail_on_regression && report_regressions(&run.comparisons) { 1 } else { 0 })
+}
+
+fn cmd_list(matrix_path: &Path, json: bool) -> Result<()> {
+    let m = load_matrix(matrix_path)?;
+    let ids: Vec<String> = m.cells(&matrix::Filters::default())?.iter().map(|c| c.id()).collect();
+    if json {
+        println!("{}", serde_json::to_string(&ids)?);
+    } else {
+        for id in ids {
+            println!("{id}");
+        }
+    }
+    Ok(())
 }
 
 fn cmd_boot(root: &Path, id: &str, matrix_path: &Path) -> Result<()> {
