@@ -89,7 +89,7 @@ fn arm64_base_fails_only_the_sync_case_as_expected() {
 /// in the guest's shell, and `reboot -f` ends QEMU.
 #[test]
 fn boot_gives_an_interactive_shell() {
-    use std::io::Write;
+    use std::io::{BufRead, Write};
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["boot", "6.1/seccomp-sync-wakeup/x86_64/tiny"])
@@ -99,14 +99,38 @@ fn boot_gives_an_interactive_shell() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    // Typed ahead: the guest's tty buffers it until the shell reads.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(20));
-        let _ = stdin.write_all(b"echo guest-says-$((6*7)); ls /tests; reboot -f\n");
-        std::thread::sleep(std::time::Duration::from_secs(120));
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
     });
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("guest-says-42"), "{text}");
-    assert!(text.contains("seccomp_bpf"), "{text}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let mut seen = String::new();
+    let mut typed = false;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+                // Type only once the shell owns the console: input sent
+                // while the kernel boots is dropped.
+                if !typed && line.contains("kmatrix: interactive shell") {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                    stdin.write_all(b"echo guest-says-$((6*7)); ls /tests; reboot -f\n").unwrap();
+                    typed = true;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                panic!("no shell within 300 s:\n{seen}");
+            }
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(seen.contains("guest-says-42"), "{seen}");
+    assert!(seen.contains("seccomp_bpf"), "{seen}");
 }
