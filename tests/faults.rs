@@ -121,8 +121,9 @@ fn console_flood_is_capped_and_the_run_continues() {
     let r = faults("flood", &["--cell", BASE, "--test", "flood", "--test", "after"], &[("KMATRIX_CONSOLE_CAP", "200000")]);
     let c = cell(&r);
     let console = std::fs::read_to_string(c["logs"]["console"].as_str().unwrap()).unwrap();
+    let tail: String = console.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
     assert!(console.len() < 200_200, "{}", console.len());
-    assert!(console.contains("console truncated at 200000 bytes"));
+    assert!(console.contains("console truncated at 200000 bytes"), "console is {} bytes; tests {}; tail:\n{tail}", console.len(), c["tests"]);
     assert!(evidence(c).contains("truncated"));
     assert_eq!(test(c, "flood")["outcome"], "pass");
     assert_eq!(test(c, "after")["outcome"], "pass");
@@ -197,7 +198,7 @@ fn sigint_stops_qemu_and_keeps_finished_cells() {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let saved = std::fs::read_to_string(out.join("results.json")).unwrap_or_default();
-        let qemu_up = Command::new("pgrep").args(["-f", &format!("qemu-system.*{marker}")]).output().map(|o| o.status.success()).unwrap_or(false);
+        let qemu_up = !qemu_with(&marker).is_empty();
         // Cells run in matrix order: base/arm64 first, then the series cell.
         if saved.contains(OTHER) && qemu_up {
             break;
@@ -214,8 +215,8 @@ fn sigint_stops_qemu_and_keeps_finished_cells() {
     println!("fault sigint: stopped in {:.1}s", t.elapsed().as_secs_f64());
     assert_eq!(st.code(), Some(2));
     std::thread::sleep(Duration::from_millis(500));
-    let left = Command::new("pgrep").args(["-f", &format!("qemu-system.*{marker}")]).output().unwrap();
-    assert!(!left.status.success(), "QEMU left running: {}", String::from_utf8_lossy(&left.stdout));
+    let left = qemu_with(&marker);
+    assert!(left.is_empty(), "QEMU left running: pids {left:?}");
     let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let ids: Vec<&str> = run["cells"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [OTHER]);
@@ -230,6 +231,21 @@ fn sigint_stops_qemu_and_keeps_finished_cells() {
     assert!(err.contains("already in results.json"), "{err}");
     let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(run["cells"].as_array().unwrap().len(), 2);
+}
+
+/// Pids of QEMU processes whose command line contains `marker` (read from
+/// /proc: a minimal Debian has no pgrep).
+fn qemu_with(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains("qemu-system") && cmd.contains(marker) {
+            out.push(pid);
+        }
+    }
+    out
 }
 
 extern "C" {
