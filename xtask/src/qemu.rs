@@ -191,6 +191,11 @@ pub fn run(
                     if partial.len() > 4096 {
                         partial.clear();
                     }
+                } else if !truncated {
+                    // The cap fell exactly on a read boundary: the first byte
+                    // past it is here.
+                    truncated = true;
+                    let _ = writeln!(file, "\n[kmatrix: console truncated at {cap} bytes]");
                 }
                 // Past the cap: keep draining so the guest never blocks on us.
             }
@@ -371,6 +376,14 @@ mod tests {
         let e = run("sh", &["-c".into(), "echo x; echo err >&2; exit 3".into()], &log, Duration::from_secs(10), |_| lines += 1).unwrap();
         assert_eq!((e.status, e.timed_out, e.stderr.as_str()), (Some(3), false, "err\n"));
         assert_eq!(lines, 1);
+        // A flood whose size is an exact multiple of the read size still
+        // gets its truncation marker.
+        std::env::set_var("KMATRIX_CONSOLE_CAP", "65536");
+        let e = run("sh", &["-c".into(), "head -c 1048576 /dev/zero".into()], &log, Duration::from_secs(20), |_| {}).unwrap();
+        std::env::remove_var("KMATRIX_CONSOLE_CAP");
+        assert!(e.console_truncated);
+        let text = std::fs::read(&log).unwrap();
+        assert!(text.len() < 65536 + 100 && String::from_utf8_lossy(&text).contains("console truncated at 65536 bytes"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
