@@ -148,7 +148,7 @@ pub fn markdown(cs: &[Comparison]) -> String {
     }
     let mut s = String::from("\n## Comparisons\n\n| new | vs base | median base | median new | change | 95% CI | p | verdict |\n|---|---|---|---|---|---|---|---|\n");
     for c in cs {
-        let new = if c.kind == "within" { format!("{} {}", c.new_cell, c.new_metric) } else { format!("{} {}", c.new_cell, c.new_metric) };
+        let new = format!("{} {}", c.new_cell, c.new_metric);
         let base = if c.kind == "within" { c.base_metric.clone() } else { c.base_cell.clone() };
         s += &format!(
             "| {new} | {base} | {:.3} | {:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%] | {:.4} | {} |\n",

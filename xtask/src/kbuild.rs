@@ -27,12 +27,21 @@ pub fn gcc(arch: &str) -> String {
     format!("{}gcc", cross_compile(arch).unwrap_or(""))
 }
 
+/// First line of `gcc --version`, asked once per arch per run: it is part
+/// of every config, kernel and guest-program key.
 pub fn compiler_version(arch: &str) -> String {
-    Command::new(gcc(arch))
+    static SEEN: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap();
+    if let Some((_, v)) = seen.iter().find(|(a, _)| a == arch) {
+        return v.clone();
+    }
+    let v = Command::new(gcc(arch))
         .arg("--version")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string())
-        .unwrap_or_else(|_| "missing".into())
+        .unwrap_or_else(|_| "missing".into());
+    seen.push((arch.to_string(), v.clone()));
+    v
 }
 
 /// `make` arguments shared by config and build.
