@@ -24,6 +24,16 @@
  * of every configuration before sample k+1 of any) so slow drift, e.g. in
  * an emulator, spreads evenly over the configurations.
  *
+ * Stopping: after the warm-up rounds, rounds continue until one of
+ *   - --samples rounds were measured (the maximum);
+ *   - --target-ci PCT is set, every configuration has at least
+ *     --min-samples samples, and the distribution-free 95% confidence
+ *     interval of every configuration's median is within +-PCT% of it
+ *     (half its width over the median; the same rule the harness reports);
+ *   - --budget-s S seconds have passed since the first round started.
+ * Many short samples under a time budget beat a few long ones for the
+ * median: a burst of host noise spoils a few samples, not the estimate.
+ *
  * Output on stdout, line buffered, one line per event and nothing else:
  *   METRIC seccomp_notify.<mode>.<placement> <us per op, 3 decimals> us/op
  *       one line per measured sample, in the order measured
@@ -41,6 +51,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -85,6 +96,7 @@
 #define DEFAULT_LOOPS 2000
 #define DEFAULT_SAMPLES 5
 #define DEFAULT_WARMUP 1
+#define DEFAULT_MIN_SAMPLES 10
 
 enum { MODE_DEFAULT, MODE_SYNC, NMODES };
 enum { PL_UNPINNED, PL_SAME_CPU, PL_CROSS_CPU, NPLACEMENTS };
@@ -549,10 +561,16 @@ static void usage(FILE *f)
 		"  -m, --modes LIST       comma list of: default, sync (default \"default,sync\")\n"
 		"  -p, --placements LIST  comma list of: unpinned, same-cpu, cross-cpu\n"
 		"                         (default all three)\n"
+		"  -s is the maximum; sampling stops earlier on either of:\n"
+		"  -t, --target-ci PCT    every 95%% CI of the median within +-PCT%%\n"
+		"                         (0 = off, the default)\n"
+		"  -n, --min-samples N    ... but not before N samples (default %d)\n"
+		"  -b, --budget-s S       S seconds after the first round (0 = none)\n"
 		"  -h, --help             show this help\n"
 		"stdout lines: METRIC seccomp_notify.<mode>.<placement> <x.xxx> us/op |\n"
 		"              SKIP seccomp_notify.<mode>.<placement> <reason> | ERROR <text>\n",
-		prog_name, DEFAULT_LOOPS, DEFAULT_SAMPLES, DEFAULT_WARMUP);
+		prog_name, DEFAULT_LOOPS, DEFAULT_SAMPLES, DEFAULT_WARMUP,
+		DEFAULT_MIN_SAMPLES);
 }
 
 static void bad_usage(const char *fmt, ...)
@@ -634,6 +652,57 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * 1-based rank k such that (x(k), x(n+1-k)) is the narrowest order-statistic
+ * interval holding the median with >= 95% probability, 0 if n is too small
+ * (n < 6).  The number of samples below the true median is Binomial(n, 1/2);
+ * take the largest k with P(B <= k-1) <= 0.025.  Log space: 2^-n underflows.
+ * Same rule as xtask/src/stats.rs (median_ci_rank).
+ */
+static unsigned long median_ci_rank(unsigned long n)
+{
+	double ln_pmf = -(double)n * log(2.0), cdf = 0;
+	unsigned long i;
+
+	for (i = 0; i <= n; i++) {
+		cdf += exp(ln_pmf);
+		if (cdf > 0.025)
+			return i;
+		ln_pmf += log((double)(n - i) / (double)(i + 1));
+	}
+	return 0;
+}
+
+static double median_of_sorted(const double *x, unsigned long n)
+{
+	return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+/* Half the width of the 95% CI of the median, in percent of the median;
+ * INFINITY when n is too small for one. */
+static double ci_half_pct(const struct config *c, double *scratch)
+{
+	unsigned long n = c->nsamples, k;
+	double med;
+
+	memcpy(scratch, c->samples, n * sizeof(double));
+	qsort(scratch, n, sizeof(double), cmp_double);
+	k = median_ci_rank(n);
+	med = median_of_sorted(scratch, n);
+	if (!k || med <= 0)
+		return INFINITY;
+	return 50.0 * (scratch[n - k] - scratch[k - 1]) / med;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	       (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -642,11 +711,18 @@ int main(int argc, char **argv)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "modes", required_argument, NULL, 'm' },
 		{ "placements", required_argument, NULL, 'p' },
+		{ "target-ci", required_argument, NULL, 't' },
+		{ "min-samples", required_argument, NULL, 'n' },
+		{ "budget-s", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	uint64_t loops = DEFAULT_LOOPS;
 	unsigned long samples = DEFAULT_SAMPLES, warmup = DEFAULT_WARMUP;
+	unsigned long min_samples = DEFAULT_MIN_SAMPLES;
+	double target_ci = 0, budget_s = 0, *scratch;
+	const char *stop_reason = "samples";
+	struct timespec t_start;
 	unsigned int modes = (1u << NMODES) - 1;
 	unsigned int placements = (1u << NPLACEMENTS) - 1;
 	char modes_str[64], placements_str[64];
@@ -665,7 +741,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	opterr = 0;	/* bad_usage() words the complaint itself */
-	while ((opt = getopt_long(argc, argv, ":l:s:w:m:p:h", longopts,
+	while ((opt = getopt_long(argc, argv, ":l:s:w:m:p:t:n:b:h", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'l':
@@ -685,6 +761,16 @@ int main(int argc, char **argv)
 		case 'p':
 			placements = parse_list("--placements", optarg,
 						placement_names, NPLACEMENTS);
+			break;
+		case 't':
+			target_ci = parse_count("--target-ci", optarg, 0, 100);
+			break;
+		case 'n':
+			min_samples = parse_count("--min-samples", optarg, 6,
+						  1000000);
+			break;
+		case 'b':
+			budget_s = parse_count("--budget-s", optarg, 0, 86400);
 			break;
 		case 'h':
 			usage(stderr);
@@ -718,9 +804,11 @@ int main(int argc, char **argv)
 	mask_names(placements_str, sizeof(placements_str), placements,
 		   placement_names, NPLACEMENTS);
 	fprintf(stderr, "# %s: loops=%llu samples=%lu warmup=%lu modes=%s "
-		"placements=%s cpus=%d (first=%d second=%d)\n", prog_name,
+		"placements=%s target-ci=%g%% min-samples=%lu budget=%gs "
+		"cpus=%d (first=%d second=%d)\n", prog_name,
 		(unsigned long long)loops, samples, warmup, modes_str,
-		placements_str, ncpus, cpu_a, cpu_b);
+		placements_str, target_ci, min_samples, budget_s, ncpus,
+		cpu_a, cpu_b);
 
 	devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull_fd < 0)
@@ -794,7 +882,14 @@ int main(int argc, char **argv)
 		config_start(c);
 	}
 
+	scratch = calloc(samples, sizeof(double));
+	if (!scratch)
+		die("out of memory");
+	clock_gettime(CLOCK_MONOTONIC, &t_start);
 	for (round = 0; round < warmup + samples; round++) {
+		bool within = target_ci > 0;
+		unsigned long n = 0;
+
 		for (i = 0; i < nconfigs; i++) {
 			struct config *c = &configs[i];
 			double us;
@@ -805,12 +900,30 @@ int main(int argc, char **argv)
 			if (round < warmup) {
 				fprintf(stderr, "# warmup %s %.3f us/op\n",
 					c->name, us);
-			} else {
-				c->samples[c->nsamples++] = us;
-				printf("METRIC %s %.3f us/op\n", c->name, us);
+				continue;
 			}
+			c->samples[c->nsamples++] = us;
+			printf("METRIC %s %.3f us/op\n", c->name, us);
+			n = c->nsamples;
+			if (within && (n < min_samples ||
+				       ci_half_pct(c, scratch) > target_ci))
+				within = false;
+		}
+		if (round < warmup)
+			continue;
+		if (within && n) {
+			stop_reason = "target";
+			break;
+		}
+		if (budget_s > 0 && seconds_since(&t_start) >= budget_s) {
+			stop_reason = "budget";
+			break;
 		}
 	}
+	fprintf(stderr, "# stop: %s after %lu rounds (%lu warm-up) in %.1f s\n",
+		stop_reason, round + (round < warmup + samples), warmup,
+		seconds_since(&t_start));
+	free(scratch);
 
 	teardown_all();
 
@@ -822,9 +935,7 @@ int main(int argc, char **argv)
 		qsort(c->samples, c->nsamples, sizeof(double), cmp_double);
 		fprintf(stderr, "# summary %s: median %.3f min %.3f max %.3f "
 			"us/op (n=%lu)\n", c->name,
-			c->nsamples % 2 ? c->samples[c->nsamples / 2] :
-			(c->samples[c->nsamples / 2 - 1] +
-			 c->samples[c->nsamples / 2]) / 2,
+			median_of_sorted(c->samples, c->nsamples),
 			c->samples[0], c->samples[c->nsamples - 1],
 			c->nsamples);
 		free(c->samples);

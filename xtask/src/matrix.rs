@@ -45,6 +45,11 @@ pub struct MetricSpec {
     /// Smallest change, in percent, worth calling improved or regressed.
     #[serde(default = "default_min_effect")]
     pub min_effect_pct: f64,
+    /// Wanted precision: half the 95% CI of each sample's median, in percent
+    /// of the median. Reported as met or not; the benchmark's own stopping
+    /// rule (its arguments) decides how hard it tries.
+    #[serde(default)]
+    pub target_ci_pct: Option<f64>,
 }
 fn default_min_effect() -> f64 {
     5.0
@@ -322,6 +327,14 @@ impl Matrix {
                 bail!("{path}: expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell);
             }
         }
+        for (name, m) in &self.metric {
+            if !(m.min_effect_pct >= 0.0) {
+                bail!("{path}: [metric.{name}] min_effect_pct = {} must be a percentage >= 0", m.min_effect_pct);
+            }
+            if let Some(t) = m.target_ci_pct.filter(|t| !(*t > 0.0 && *t < 100.0)) {
+                bail!("{path}: [metric.{name}] target_ci_pct = {t} must be a percentage in (0, 100)");
+            }
+        }
         Ok(())
     }
 
@@ -386,11 +399,12 @@ impl Matrix {
     /// (good direction, minimum effect %) for a metric; lower-is-better and
     /// 5% when nothing is declared.
     pub fn metric_spec(&self, name: &str) -> (Better, f64) {
-        self.metric
-            .iter()
-            .filter(|(prefix, _)| name.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .map_or((Better::Lower, default_min_effect()), |(_, m)| (m.better, m.min_effect_pct))
+        self.metric_decl(name).map_or((Better::Lower, default_min_effect()), |m| (m.better, m.min_effect_pct))
+    }
+
+    /// The `[metric.PREFIX]` with the longest prefix of `name`.
+    pub fn metric_decl(&self, name: &str) -> Option<&MetricSpec> {
+        self.metric.iter().filter(|(prefix, _)| name.starts_with(prefix.as_str())).max_by_key(|(prefix, _)| prefix.len()).map(|(_, m)| m)
     }
 
     /// Expectations that apply to a cell, in file order.
@@ -508,6 +522,21 @@ reason = "r"
         assert!(glob_match("*/base/*/*", "6.1/base/arm64/tiny"));
         assert!(!glob_match("*/base/*/*", "6.1/base-x/arm64/tiny"));
         assert!(!glob_match("*/base/*", "6.1/base/arm64/tiny"));
+    }
+
+    #[test]
+    fn metric_declarations_longest_prefix_and_ranges() {
+        let text = format!("{GOOD}\n[metric.b]\nbetter = \"higher\"\n[metric.\"b.x\"]\nbetter = \"lower\"\nmin_effect_pct = 2.0\ntarget_ci_pct = 3.0\n");
+        let m = Matrix::parse("matrix.toml", &text).unwrap();
+        assert_eq!(m.metric_spec("b.x.y"), (Better::Lower, 2.0));
+        assert_eq!(m.metric_decl("b.x.y").unwrap().target_ci_pct, Some(3.0));
+        assert_eq!(m.metric_spec("b.z"), (Better::Higher, 5.0));
+        assert_eq!(m.metric_decl("b.z").unwrap().target_ci_pct, None);
+        assert_eq!(m.metric_spec("c"), (Better::Lower, 5.0));
+        let e = parse_err(&text.replace("target_ci_pct = 3.0", "target_ci_pct = 0.0"));
+        assert!(e.contains("[metric.b.x] target_ci_pct = 0"), "{e}");
+        let e = parse_err(&text.replace("min_effect_pct = 2.0", "min_effect_pct = -1.0"));
+        assert!(e.contains("min_effect_pct = -1"), "{e}");
     }
 
     #[test]

@@ -6,8 +6,9 @@ use std::fmt::Write;
 use crate::results::{Outcome, Run, TestResult};
 
 fn test_cell(t: &TestResult) -> String {
+    let took = t.duration_s.map_or(String::new(), |d| format!(" ({d:.1}s)"));
     if t.cases.is_empty() {
-        return t.outcome.to_string();
+        return format!("{}{took}", t.outcome);
     }
     let n = t.cases.len();
     let pass = t.cases.iter().filter(|c| c.outcome == Outcome::Pass).count();
@@ -20,7 +21,13 @@ fn test_cell(t: &TestResult) -> String {
     if skip > 0 {
         s += &format!(", {skip} skip");
     }
-    s
+    s + &took
+}
+
+/// Half the 95% CI of the median, in percent of the median: the precision
+/// figure reported per metric and compared with `target_ci_pct`.
+pub fn ci_half_pct(x: &crate::stats::Summary) -> Option<f64> {
+    x.median_ci.filter(|_| x.median > 0.0).map(|(lo, hi)| 50.0 * (hi - lo) / x.median)
 }
 
 pub fn markdown(run: &Run) -> String {
@@ -56,20 +63,32 @@ pub fn markdown(run: &Run) -> String {
     let metrics: Vec<_> = run.cells.iter().flat_map(|c| c.metrics.iter().map(move |m| (c, m))).collect();
     if !metrics.is_empty() {
         let _ = writeln!(s, "\n## Metrics\n\n| cell | metric | n | median | 95% CI of median | min | max | CV |\n|---|---|---|---|---|---|---|---|");
+        let (mut judged, mut missed) = (0, 0);
         for (c, m) in metrics {
             match (&m.skip, crate::stats::summarize(&m.samples)) {
                 (Some(why), _) => {
                     let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | | |", c.id, m.name);
                 }
                 (None, Some(x)) => {
-                    let ci = match x.median_ci {
-                        Some((lo, hi)) => format!("[{lo:.3}, {hi:.3}] ±{:.1}%", 50.0 * (hi - lo) / x.median),
-                        None => "n < 6".to_string(),
+                    let half = ci_half_pct(&x);
+                    let mut ci = match (x.median_ci, half) {
+                        (Some((lo, hi)), Some(h)) => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
+                        _ => "n < 6".to_string(),
                     };
+                    if let Some(target) = m.target_ci_pct {
+                        judged += 1;
+                        if half.map_or(true, |h| h > target) {
+                            missed += 1;
+                            ci += &format!(" (**over ±{target}**)");
+                        }
+                    }
                     let _ = writeln!(s, "| {} | {} | {} | {:.3} {} | {ci} | {:.3} | {:.3} | {:.1}% |", c.id, m.name, x.n, x.median, m.unit, x.min, x.max, 100.0 * x.cv);
                 }
                 (None, None) => {}
             }
+        }
+        if missed > 0 {
+            let _ = writeln!(s, "\n{missed} of {judged} metrics miss their precision target (`target_ci_pct`): more samples or a quieter host would narrow them; a comparison with them may say \"too noisy to judge\".");
         }
     }
     let bad: Vec<_> = run.cells.iter().filter(|c| !c.as_expected).collect();
@@ -95,4 +114,77 @@ pub fn markdown(run: &Run) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guestlog::{bench_lines, BenchLine};
+    use crate::results::*;
+
+    /// Metrics from a real guest run of the benchmark (6.1 + series, x86_64,
+    /// TCG, 400 loops per sample under a 55 s budget).
+    fn fixture_metrics(target: Option<f64>) -> Vec<Metric> {
+        let p = format!("{}/../tests/fixtures/seccomp_notify-x86_64-series.results", env!("CARGO_MANIFEST_DIR"));
+        let mut ms: Vec<Metric> = Vec::new();
+        for l in bench_lines(&std::fs::read_to_string(p).unwrap()) {
+            if let BenchLine::Metric { name, value, unit } = l {
+                match ms.iter_mut().find(|m| m.name == name) {
+                    Some(m) => m.samples.push(value),
+                    None => ms.push(Metric { name, unit, samples: vec![value], skip: None, target_ci_pct: target }),
+                }
+            }
+        }
+        ms
+    }
+
+    fn run_with(metrics: Vec<Metric>) -> Run {
+        Run {
+            schema: SCHEMA_VERSION,
+            started: "t".into(),
+            host: Host::default(),
+            matrix: "matrix.toml".into(),
+            cells: vec![CellResult {
+                id: "6.1/s/x86_64/tiny".into(),
+                kernel: "6.1".into(),
+                variant: "s".into(),
+                arch: "x86_64".into(),
+                config: "tiny".into(),
+                accel: "tcg,thread=multi".into(),
+                outcome: Outcome::Pass,
+                as_expected: true,
+                mismatches: vec![],
+                evidence: vec![],
+                tests: vec![TestResult { name: "seccomp_notify".into(), outcome: Outcome::Pass, reason: None, duration_s: Some(55.75), cases: vec![] }],
+                metrics,
+                timings: Timings::default(),
+                logs: Logs::default(),
+                reproduce: Reproduce::default(),
+                build_key: String::new(),
+            }],
+            comparisons: vec![],
+        }
+    }
+
+    #[test]
+    fn precision_target_marks_exactly_the_wide_intervals() {
+        let ms = fixture_metrics(Some(10.0));
+        assert_eq!(ms.len(), 6);
+        assert!(ms.iter().all(|m| m.samples.len() == 106), "one sample per round for every configuration");
+        let md = markdown(&run_with(ms.clone()));
+        assert!(md.contains("pass (55.8s)"), "{md}");
+        let mut over = 0;
+        for m in &ms {
+            let half = ci_half_pct(&crate::stats::summarize(&m.samples).unwrap()).unwrap();
+            let row = md.lines().find(|l| l.contains(&format!("| {} |", m.name))).unwrap();
+            assert_eq!(row.contains("over ±10"), half > 10.0, "{row} (half-width {half:.2}%)");
+            over += (half > 10.0) as usize;
+        }
+        // The fixture has both kinds, so both branches above were exercised.
+        assert!(over > 0 && over < ms.len(), "{over} of {} over", ms.len());
+        assert!(md.contains(&format!("{over} of 6 metrics miss their precision target")), "{md}");
+        // No target declared: nothing is judged.
+        let md = markdown(&run_with(fixture_metrics(None)));
+        assert!(!md.contains("over ±") && !md.contains("precision target"), "{md}");
+    }
 }

@@ -136,6 +136,10 @@ pub struct Metric {
     /// Set when the metric could not be measured (e.g. the feature is absent).
     #[serde(default)]
     pub skip: Option<String>,
+    /// The matrix's precision target for this metric (`target_ci_pct`), kept
+    /// with the samples so a report needs nothing but results.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

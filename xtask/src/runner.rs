@@ -377,11 +377,14 @@ fn classify(mut r: CellResult, ctx: &Ctx, cell: &Cell, exit: &qemu::Exit, consol
                     match l {
                         BenchLine::Metric { name, value, unit } => match r.metrics.iter_mut().find(|m| m.name == name) {
                             Some(m) => m.samples.push(value),
-                            None => r.metrics.push(Metric { name, unit, samples: vec![value], skip: None }),
+                            None => {
+                                let target_ci_pct = ctx.matrix.metric_decl(&name).and_then(|d| d.target_ci_pct);
+                                r.metrics.push(Metric { name, unit, samples: vec![value], skip: None, target_ci_pct })
+                            }
                         },
                         BenchLine::Skip { name, reason } => {
                             if !r.metrics.iter().any(|m| m.name == name) {
-                                r.metrics.push(Metric { name, unit: String::new(), samples: vec![], skip: Some(reason) });
+                                r.metrics.push(Metric { name, unit: String::new(), samples: vec![], skip: Some(reason), target_ci_pct: None });
                             }
                         }
                         BenchLine::Error(e) => errors.push(e),
