@@ -75,7 +75,7 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
         }
         let want = test_expect.map_or(ExpectedOutcome::Pass, |e| e.outcome);
         // A test that failed only through expected case failures is fine.
-        let test_ok = matches(want, t.outcome) || (t.outcome == Outcome::Fail && explained_by_cases && t.reason.as_deref().is_some_and(|r| r.contains("cases failed")));
+        let test_ok = matches(want, t.outcome) || (t.outcome == Outcome::Fail && explained_by_cases && t.failed_by_cases);
         if !test_ok {
             let reason = t.reason.as_deref().map_or(String::new(), |r| format!(" ({r})"));
             out.push(format!("{} {}: {}{reason}, expected {}", cell.id, t.name, t.outcome, name(want)));
@@ -142,6 +142,7 @@ reason = "no feature"
                 reason: (failed > 0).then(|| format!("{failed} of {} cases failed", cases.len())),
                 duration_s: None,
                 cases: cases.iter().map(|(n, o)| CaseResult { name: n.to_string(), outcome: *o, reason: None }).collect(),
+                failed_by_cases: failed > 0,
             }],
             metrics: vec![],
             timings: Timings::default(),
@@ -170,6 +171,18 @@ reason = "no feature"
         assert_eq!(mm, ["k/base/x86_64/c t/a: skip, expected pass"]);
         let (_, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Pass), &e);
         assert_eq!(mm, ["k/base/x86_64/c t/sync: did not run, expected fail (no feature)"]);
+    }
+
+    #[test]
+    fn a_test_cut_short_is_not_explained_by_its_expected_case_failure() {
+        let m = matrix();
+        let e: Vec<&Expect> = m.expect.iter().collect();
+        let mut c = cell(&[("a", Outcome::Pass), ("sync", Outcome::Fail)], Outcome::Fail);
+        c.tests[0].failed_by_cases = false;
+        c.tests[0].reason = Some("output cut short: 2 of 3 cases reported, last was sync".into());
+        let (ok, mm) = check(&c, &e);
+        assert!(!ok);
+        assert_eq!(mm, ["k/base/x86_64/c t: fail (output cut short: 2 of 3 cases reported, last was sync), expected pass"]);
     }
 
     #[test]

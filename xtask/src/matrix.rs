@@ -407,9 +407,10 @@ impl Matrix {
         self.metric.iter().filter(|(prefix, _)| name.starts_with(prefix.as_str())).max_by_key(|(prefix, _)| prefix.len()).map(|(_, m)| m)
     }
 
-    /// Expectations that apply to a cell, in file order.
+    /// Expectations that apply to a cell, in file order: its id matches and
+    /// the test is one the cell runs (`--test` may have left tests out).
     pub fn expectations<'a>(&'a self, cell: &Cell) -> Vec<&'a Expect> {
-        self.expect.iter().filter(|e| glob_match(&e.cell, &cell.id())).collect()
+        self.expect.iter().filter(|e| glob_match(&e.cell, &cell.id()) && cell.tests.contains(e.test.get_ref())).collect()
     }
 }
 
@@ -537,6 +538,18 @@ reason = "r"
         assert!(e.contains("[metric.b.x] target_ci_pct = 0"), "{e}");
         let e = parse_err(&text.replace("min_effect_pct = 2.0", "min_effect_pct = -1.0"));
         assert!(e.contains("min_effect_pct = -1"), "{e}");
+    }
+
+    #[test]
+    fn expectations_follow_the_cells_tests() {
+        let text = format!("{GOOD}\n[test.t2]\nkind = \"shell\"\ncommand = \"true\"\n[[expect]]\ncell = \"*/*/*/*\"\ntest = \"t2\"\noutcome = \"skip\"\nreason = \"r2\"\n");
+        let m = Matrix::parse("matrix.toml", &text).unwrap();
+        let cell = |variant: &str, tests: &[&str]| Cell { kernel: "6.1".into(), variant: variant.into(), arch: "x86_64".into(), config: "tiny".into(), tests: tests.iter().map(|t| t.to_string()).collect() };
+        let reasons = |c: &Cell| m.expectations(c).iter().map(|e| e.reason.clone()).collect::<Vec<_>>();
+        assert_eq!(reasons(&cell("base", &["t1", "t2"])), ["r", "r2"]);
+        assert_eq!(reasons(&cell("s1", &["t1", "t2"])), ["r2"]);
+        // `--test t1`: the expectation about t2 must not report it missing.
+        assert_eq!(reasons(&cell("base", &["t1"])), ["r"]);
     }
 
     #[test]

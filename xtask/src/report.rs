@@ -155,7 +155,7 @@ mod tests {
                 as_expected: true,
                 mismatches: vec![],
                 evidence: vec![],
-                tests: vec![TestResult { name: "seccomp_notify".into(), outcome: Outcome::Pass, reason: None, duration_s: Some(55.75), cases: vec![] }],
+                tests: vec![TestResult { name: "seccomp_notify".into(), outcome: Outcome::Pass, reason: None, duration_s: Some(55.75), cases: vec![], failed_by_cases: false }],
                 metrics,
                 timings: Timings::default(),
                 logs: Logs::default(),

@@ -118,6 +118,10 @@ pub struct TestResult {
     pub duration_s: Option<f64>,
     #[serde(default)]
     pub cases: Vec<CaseResult>,
+    /// The test failed only because some of its cases failed (not a crash,
+    /// a timeout or a cut-off stream), so expected case failures explain it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed_by_cases: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -353,10 +353,10 @@ fn classify(mut r: CellResult, ctx: &Ctx, cell: &Cell, exit: &qemu::Exit, consol
         let spec = &ctx.matrix.test[tname];
         let Some(block) = session.tests.iter().find(|b| &b.name == tname) else {
             let why = if !reached_end || !session.done { "not reached: the guest stopped before this test" } else { "missing from the results channel" };
-            r.tests.push(TestResult { name: tname.clone(), outcome: Outcome::Skip, reason: Some(why.into()), duration_s: None, cases: vec![] });
+            r.tests.push(TestResult { name: tname.clone(), outcome: Outcome::Skip, reason: Some(why.into()), duration_s: None, cases: vec![], failed_by_cases: false });
             continue;
         };
-        let mut t = TestResult { name: tname.clone(), outcome: Outcome::Pass, reason: None, duration_s: block.duration(), cases: vec![] };
+        let mut t = TestResult { name: tname.clone(), outcome: Outcome::Pass, reason: None, duration_s: block.duration(), cases: vec![], failed_by_cases: false };
         match spec.kind {
             TestKind::Kselftest => {
                 let parsed = crate::ktap::parse(&block.output);
@@ -368,6 +368,7 @@ fn classify(mut r: CellResult, ctx: &Ctx, cell: &Cell, exit: &qemu::Exit, consol
                     t.outcome = Outcome::Fail;
                     let n = t.cases.iter().filter(|c| c.outcome == Outcome::Fail).count();
                     t.reason = Some(format!("{n} of {} cases failed", t.cases.len()));
+                    t.failed_by_cases = true;
                 }
             }
             TestKind::Shell => {}
