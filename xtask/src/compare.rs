@@ -63,12 +63,30 @@ pub struct Comparison {
     pub better: Better,
     pub min_effect_pct: f64,
     pub verdict: Verdict,
+    /// Boots the samples came from (the CI accounts for boot-to-boot spread).
+    #[serde(default = "one")]
+    pub boots_base: usize,
+    #[serde(default = "one")]
+    pub boots_new: usize,
 }
 
+fn one() -> usize {
+    1
+}
+
+#[cfg(test)]
 pub fn compare_samples(base: &[f64], new: &[f64], better: Better, min_effect_pct: f64) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
+    compare_boots(&[base], &[new], better, min_effect_pct)
+}
+
+/// `compare_samples` for samples from one or more boots per side: the CI
+/// resamples boots too (stats::median_change_ci_boots), so a difference no
+/// bigger than the boot-to-boot spread is not called significant.
+pub fn compare_boots(base_boots: &[&[f64]], new_boots: &[&[f64]], better: Better, min_effect_pct: f64) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
+    let (base, new) = (&base_boots.concat()[..], &new_boots.concat()[..]);
     let sb = stats::summarize(base)?;
     let sn = stats::summarize(new)?;
-    let ci = stats::median_change_ci(base, new, 0.95, RESAMPLES, SEED)?;
+    let ci = stats::median_change_ci_boots(base_boots, new_boots, 0.95, RESAMPLES, SEED)?;
     let p = stats::mann_whitney_u(base, new)?.p_two_sided;
     let verdict = if base.len() < 3 || new.len() < 3 {
         Verdict::TooFewSamples
@@ -91,7 +109,7 @@ fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, n
         return None;
     }
     let (better, min_effect_pct) = m.metric_spec(&nm.name);
-    let (ci, p, verdict, cv_base, cv_new) = compare_samples(&bm.samples, &nm.samples, better, min_effect_pct)?;
+    let (ci, p, verdict, cv_base, cv_new) = compare_boots(&bm.by_boot(), &nm.by_boot(), better, min_effect_pct)?;
     Some(Comparison {
         kind: kind.into(),
         base_cell: bc.id.clone(),
@@ -112,6 +130,8 @@ fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, n
         better,
         min_effect_pct,
         verdict,
+        boots_base: bm.by_boot().len(),
+        boots_new: nm.by_boot().len(),
     })
 }
 
@@ -150,8 +170,9 @@ pub fn markdown(cs: &[Comparison]) -> String {
     for c in cs {
         let new = format!("{} {}", c.new_cell, c.new_metric);
         let base = if c.kind == "within" { c.base_metric.clone() } else { c.base_cell.clone() };
+        let boots = if c.boots_base > 1 || c.boots_new > 1 { format!(" ({} vs {} boots)", c.boots_base, c.boots_new) } else { String::new() };
         s += &format!(
-            "| {new} | {base} | {:.3} | {:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%] | {:.4} | {} |\n",
+            "| {new} | {base} | {:.3} | {:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%]{boots} | {:.4} | {} |\n",
             c.median_base,
             c.median_new,
             c.unit,

@@ -108,6 +108,10 @@ struct MatrixArgs {
     /// Whole-cell QEMU budget in seconds (overrides run.cell_timeout_s).
     #[arg(long)]
     cell_timeout: Option<u64>,
+    /// Boot each cell N times (overrides run.boots): benchmark samples are
+    /// pooled and comparisons count the spread between boots.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
+    boots: Option<u32>,
 }
 
 fn main() -> ExitCode {
@@ -221,6 +225,7 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     let mut ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, run_dir.clone(), &ui);
     ctx.extra_cmdline = a.cmdline;
     ctx.cell_timeout_s = a.cell_timeout;
+    ctx.boots = a.boots;
     for (i, cell) in cells.iter().enumerate() {
         if signals::interrupted() {
             break;

@@ -75,6 +75,13 @@ pub struct RunSettings {
     pub memory_mb: u32,
     #[serde(default = "default_cell_timeout")]
     pub cell_timeout_s: u64,
+    /// QEMU runs per cell (same kernel and initramfs): benchmark samples are
+    /// pooled by boot, and comparisons count boot-to-boot spread.
+    #[serde(default = "default_boots")]
+    pub boots: u32,
+}
+fn default_boots() -> u32 {
+    1
 }
 fn default_smp() -> u32 {
     2
@@ -269,6 +276,9 @@ impl Matrix {
         }
         if self.run.smp == 0 || self.run.smp > 64 {
             bail!("{path}: run.smp = {} is out of range, expected 1..=64", self.run.smp);
+        }
+        if self.run.boots == 0 || self.run.boots > 50 {
+            bail!("{path}: run.boots = {} is out of range, expected 1..=50", self.run.boots);
         }
         if self.run.memory_mb < 128 {
             bail!("{path}: run.memory_mb = {} is too small, expected at least 128", self.run.memory_mb);

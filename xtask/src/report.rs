@@ -82,7 +82,14 @@ pub fn markdown(run: &Run) -> String {
                             ci += &format!(" (**over ±{target}**)");
                         }
                     }
-                    let _ = writeln!(s, "| {} | {} | {} | {:.3} {} | {ci} | {:.3} | {:.3} | {:.1}% |", c.id, m.name, x.n, x.median, m.unit, x.min, x.max, 100.0 * x.cv);
+                    let by_boot = m.by_boot();
+                    let boots = if by_boot.len() > 1 {
+                        let meds: Vec<String> = by_boot.iter().map(|b| format!("{:.1}", crate::stats::median(b))).collect();
+                        format!(" (boots: {})", meds.join(", "))
+                    } else {
+                        String::new()
+                    };
+                    let _ = writeln!(s, "| {} | {} | {} | {:.3} {}{boots} | {ci} | {:.3} | {:.3} | {:.1}% |", c.id, m.name, x.n, x.median, m.unit, x.min, x.max, 100.0 * x.cv);
                 }
                 (None, None) => {}
             }
@@ -131,7 +138,7 @@ mod tests {
             if let BenchLine::Metric { name, value, unit } = l {
                 match ms.iter_mut().find(|m| m.name == name) {
                     Some(m) => m.samples.push(value),
-                    None => ms.push(Metric { name, unit, samples: vec![value], skip: None, target_ci_pct: target }),
+                    None => ms.push(Metric { name, unit, samples: vec![value], skip: None, target_ci_pct: target, boot_sizes: vec![] }),
                 }
             }
         }
@@ -183,6 +190,12 @@ mod tests {
         // The fixture has both kinds, so both branches above were exercised.
         assert!(over > 0 && over < ms.len(), "{over} of {} over", ms.len());
         assert!(md.contains(&format!("{over} of 6 metrics miss their precision target")), "{md}");
+        // Two boots: each boot's median is shown.
+        let mut two = fixture_metrics(None);
+        two[0].boot_sizes = vec![50, 56];
+        let meds = [crate::stats::median(&two[0].samples[..50]), crate::stats::median(&two[0].samples[50..])];
+        let md2 = markdown(&run_with(two.clone()));
+        assert!(md2.contains(&format!("(boots: {:.1}, {:.1})", meds[0], meds[1])), "{md2}");
         // No target declared: nothing is judged.
         let md = markdown(&run_with(fixture_metrics(None)));
         assert!(!md.contains("over ±") && !md.contains("precision target"), "{md}");

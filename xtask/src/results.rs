@@ -144,6 +144,26 @@ pub struct Metric {
     /// with the samples so a report needs nothing but results.json.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_ci_pct: Option<f64>,
+    /// With `boots` > 1: how many of `samples`, in order, each boot gave.
+    /// Empty means one boot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boot_sizes: Vec<usize>,
+}
+
+impl Metric {
+    /// The samples split by boot (one slice when there was one boot).
+    pub fn by_boot(&self) -> Vec<&[f64]> {
+        if self.boot_sizes.iter().sum::<usize>() != self.samples.len() || self.boot_sizes.len() < 2 {
+            return vec![&self.samples[..]];
+        }
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &n in &self.boot_sizes {
+            out.push(&self.samples[at..at + n]);
+            at += n;
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -31,6 +31,8 @@ pub struct Ctx<'a> {
     pub extra_cmdline: Vec<String>,
     /// Overrides run.cell_timeout_s.
     pub cell_timeout_s: Option<u64>,
+    /// Overrides run.boots.
+    pub boots: Option<u32>,
     accels: RefCell<HashMap<String, (Accel, String)>>,
     bases: RefCell<HashMap<String, std::rc::Rc<Base>>>,
 }
@@ -38,7 +40,7 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     pub fn new(matrix: &'a Matrix, repo_root: PathBuf, cache: &'a Cache, run_dir: PathBuf, ui: &'a Ui) -> Ctx<'a> {
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
-        Ctx { matrix, repo_root, cache, run_dir, ui, jobs, extra_cmdline: vec![], cell_timeout_s: None, accels: Default::default(), bases: Default::default() }
+        Ctx { matrix, repo_root, cache, run_dir, ui, jobs, extra_cmdline: vec![], cell_timeout_s: None, boots: None, accels: Default::default(), bases: Default::default() }
     }
 
     fn accel(&self, arch: &str) -> (Accel, String) {
@@ -283,28 +285,50 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ui: &CellUi, dir: &Path, p: Partial) -> Re
         Ok(x) => x,
         Err(r) => return Ok(r),
     };
-    // --- boot + tests
-    ui.phase("boot", &accel.qemu_arg());
+    // --- boot + tests, `boots` times: repeat boots pool benchmark samples
+    // and expose boot-to-boot spread; a test must pass in every boot.
     p.r.accel = accel.qemu_arg();
-    let console_log = dir.join("console.log");
-    let results_log = dir.join("results.log");
+    let boots = ctx.boots.unwrap_or(ctx.matrix.run.boots).max(1);
+    let pre_boot = p.r.clone();
+    let mut r = boot_once(ctx, cell, ui, dir, pre_boot.clone(), &image, &initrd, &accel, 1, boots)?;
+    for i in 2..=boots {
+        // A kernel that crashed or hung is not worth more boots.
+        if !matches!(r.outcome, Outcome::Pass | Outcome::Fail) || crate::signals::interrupted() {
+            break;
+        }
+        let next = boot_once(ctx, cell, ui, dir, pre_boot.clone(), &image, &initrd, &accel, i, boots)?;
+        merge_boot(&mut r, next, i);
+    }
+    Ok(r)
+}
+
+/// File name for boot `i` of a cell's logs: boot 1 keeps the plain name.
+fn boot_file(name: &str, ext: &str, i: u32) -> String {
+    if i == 1 { format!("{name}.{ext}") } else { format!("{name}.boot{i}.{ext}") }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn boot_once(ctx: &Ctx, cell: &Cell, ui: &CellUi, dir: &Path, mut r: CellResult, image: &Path, initrd: &Path, accel: &Accel, i: u32, boots: u32) -> Result<CellResult> {
+    ui.phase("boot", &if boots > 1 { format!("{} ({i} of {boots})", accel.qemu_arg()) } else { accel.qemu_arg() });
+    let console_log = dir.join(boot_file("console", "log", i));
+    let results_log = dir.join(boot_file("results", "log", i));
     let _ = std::fs::remove_file(&results_log);
     let g = qemu::Guest {
         arch: cell.arch.clone(),
         accel: accel.clone(),
         smp: ctx.matrix.run.smp,
         memory_mb: ctx.matrix.run.memory_mb,
-        kernel: image.clone(),
-        initrd: initrd.clone(),
+        kernel: image.to_path_buf(),
+        initrd: initrd.to_path_buf(),
         extra_cmdline: ctx.extra_cmdline.clone(),
         results: Some(results_log.clone()),
         interactive: false,
     };
     let bin = &qemu::binary(&cell.arch);
     let args = qemu::args(&g);
-    p.r.reproduce.qemu = Some(qemu::shell_line(bin, &args));
-    p.r.logs.console = Some(console_log.clone());
-    p.r.logs.results = Some(results_log.clone());
+    r.reproduce.qemu = Some(qemu::shell_line(bin, &args));
+    r.logs.console = Some(console_log.clone());
+    r.logs.results = Some(results_log.clone());
     let budget = Duration::from_secs(ctx.cell_timeout_s.unwrap_or(ctx.matrix.run.cell_timeout_s));
     let t = Instant::now();
     let exit = qemu::run(bin, &args, &console_log, budget, |line| {
@@ -315,17 +339,92 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ui: &CellUi, dir: &Path, p: Partial) -> Re
             ui.detail(l);
         }
     });
-    p.r.timings.boot_s = t.elapsed().as_secs_f64();
+    r.timings.boot_s = t.elapsed().as_secs_f64();
     let exit = match exit {
         Ok(e) => e,
         Err(e) => {
             let line = qemu::shell_line(bin, &args);
-            return Ok(p.fail(Outcome::InfraError, &format!("could not start {bin}"), format!("{e}\n$ {line}"), None));
+            return Ok(Partial { r }.fail(Outcome::InfraError, &format!("could not start {bin}"), format!("{e}\n$ {line}"), None));
         }
     };
     let console_text = String::from_utf8_lossy(&std::fs::read(&console_log).unwrap_or_default()).into_owned();
     let results_text = String::from_utf8_lossy(&std::fs::read(&results_log).unwrap_or_default()).into_owned();
-    Ok(classify(p.r, ctx, cell, &exit, &console_text, &results_text, &console_log))
+    Ok(classify(r, ctx, cell, &exit, &console_text, &results_text, &console_log))
+}
+
+/// How bad an outcome is when boots disagree: the worst boot speaks for the cell.
+fn severity(o: Outcome) -> u8 {
+    match o {
+        Outcome::Pass => 0,
+        Outcome::Skip => 1,
+        Outcome::Flaky => 2,
+        Outcome::Fail => 3,
+        _ => 4,
+    }
+}
+
+/// Folds boot `i` into the result of the boots before it: metric samples are
+/// appended (with `boot_sizes`), a test or case keeps its worst outcome (the
+/// reason names the boot), evidence is kept with the boot number, and
+/// guest/boot times add up. Logs and the QEMU line stay those of boot 1.
+fn merge_boot(r: &mut CellResult, b: CellResult, i: u32) {
+    if severity(b.outcome) > severity(r.outcome) {
+        r.outcome = b.outcome;
+    }
+    for mut e in b.evidence {
+        e.what = format!("boot {i}: {}", e.what);
+        r.evidence.push(e);
+    }
+    let tag = |reason: Option<String>| Some(format!("boot {i}: {}", reason.unwrap_or_default()).trim_end_matches(": ").to_string());
+    for bt in b.tests {
+        match r.tests.iter_mut().find(|t| t.name == bt.name) {
+            None => r.tests.push(bt),
+            Some(t) => {
+                if severity(bt.outcome) > severity(t.outcome) {
+                    t.outcome = bt.outcome;
+                    t.reason = tag(bt.reason.clone());
+                    t.failed_by_cases = bt.failed_by_cases;
+                }
+                t.duration_s = match (t.duration_s, bt.duration_s) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                };
+                for bc in bt.cases {
+                    match t.cases.iter_mut().find(|c| c.name == bc.name) {
+                        None => t.cases.push(bc),
+                        Some(c) if severity(bc.outcome) > severity(c.outcome) => {
+                            c.outcome = bc.outcome;
+                            c.reason = tag(bc.reason);
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    for bm in b.metrics {
+        match r.metrics.iter_mut().find(|m| m.name == bm.name) {
+            None => r.metrics.push(bm),
+            Some(m) => {
+                if m.skip.is_some() || bm.skip.is_some() {
+                    m.skip = m.skip.take().or(bm.skip);
+                    continue;
+                }
+                // A boot that gave no samples (it crashed first) is no boot
+                // of this metric; empty clusters would only confuse stats.
+                if bm.samples.is_empty() {
+                    continue;
+                }
+                if m.boot_sizes.is_empty() {
+                    m.boot_sizes.push(m.samples.len());
+                }
+                m.boot_sizes.push(bm.samples.len());
+                m.samples.extend(bm.samples);
+            }
+        }
+    }
+    r.timings.boot_s += b.timings.boot_s;
+    r.timings.guest_s += b.timings.guest_s;
 }
 
 /// Turns what the guest left behind into test results and the cell outcome.
@@ -380,12 +479,12 @@ fn classify(mut r: CellResult, ctx: &Ctx, cell: &Cell, exit: &qemu::Exit, consol
                             Some(m) => m.samples.push(value),
                             None => {
                                 let target_ci_pct = ctx.matrix.metric_decl(&name).and_then(|d| d.target_ci_pct);
-                                r.metrics.push(Metric { name, unit, samples: vec![value], skip: None, target_ci_pct })
+                                r.metrics.push(Metric { name, unit, samples: vec![value], skip: None, target_ci_pct, boot_sizes: vec![] })
                             }
                         },
                         BenchLine::Skip { name, reason } => {
                             if !r.metrics.iter().any(|m| m.name == name) {
-                                r.metrics.push(Metric { name, unit: String::new(), samples: vec![], skip: Some(reason), target_ci_pct: None });
+                                r.metrics.push(Metric { name, unit: String::new(), samples: vec![], skip: Some(reason), target_ci_pct: None, boot_sizes: vec![] });
                             }
                         }
                         BenchLine::Error(e) => errors.push(e),
@@ -505,4 +604,67 @@ pub fn boot_interactive(ctx: &Ctx, cell: &Cell, ui: &CellUi) -> Result<()> {
     let st = std::process::Command::new(bin).args(&args).status()?;
     anyhow::ensure!(st.success() || st.code() == Some(0), "{bin} exited with {st}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boot(outcome: Outcome, case_b: Outcome, samples: &[f64], evidence: &[&str]) -> CellResult {
+        CellResult {
+            id: "k/s/x86_64/c".into(),
+            kernel: "k".into(),
+            variant: "s".into(),
+            arch: "x86_64".into(),
+            config: "c".into(),
+            accel: "tcg".into(),
+            outcome,
+            as_expected: false,
+            mismatches: vec![],
+            evidence: evidence.iter().map(|w| Evidence { what: w.to_string(), excerpt: String::new(), path: None }).collect(),
+            tests: vec![TestResult {
+                name: "t".into(),
+                outcome: if case_b == Outcome::Fail { Outcome::Fail } else { Outcome::Pass },
+                reason: (case_b == Outcome::Fail).then(|| "1 of 2 cases failed".to_string()),
+                duration_s: Some(2.0),
+                cases: vec![CaseResult { name: "a".into(), outcome: Outcome::Pass, reason: None }, CaseResult { name: "b".into(), outcome: case_b, reason: None }],
+                failed_by_cases: case_b == Outcome::Fail,
+            }],
+            metrics: vec![
+                Metric { name: "m.x".into(), unit: "us/op".into(), samples: samples.to_vec(), skip: None, target_ci_pct: None, boot_sizes: vec![] },
+                Metric { name: "m.y".into(), unit: String::new(), samples: vec![], skip: Some("EINVAL".into()), target_ci_pct: None, boot_sizes: vec![] },
+            ],
+            timings: Timings { boot_s: 10.0, guest_s: 8.0, ..Default::default() },
+            logs: Logs::default(),
+            reproduce: Reproduce::default(),
+            build_key: String::new(),
+        }
+    }
+
+    #[test]
+    fn boots_pool_samples_and_the_worst_boot_speaks_for_tests() {
+        let mut r = boot(Outcome::Pass, Outcome::Pass, &[1.0, 2.0, 3.0], &[]);
+        merge_boot(&mut r, boot(Outcome::Fail, Outcome::Fail, &[4.0, 5.0], &["WARNING at x"]), 2);
+        merge_boot(&mut r, boot(Outcome::Pass, Outcome::Pass, &[6.0], &[]), 3);
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert_eq!(r.evidence[0].what, "boot 2: WARNING at x");
+        let t = &r.tests[0];
+        assert_eq!((t.outcome, t.reason.as_deref(), t.failed_by_cases), (Outcome::Fail, Some("boot 2: 1 of 2 cases failed"), true));
+        assert_eq!(t.cases[1].outcome, Outcome::Fail);
+        assert_eq!(t.cases[1].reason.as_deref(), Some("boot 2"));
+        assert_eq!(t.duration_s, Some(6.0));
+        let m = &r.metrics[0];
+        assert_eq!(m.samples, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(m.boot_sizes, [3, 2, 1]);
+        assert_eq!(m.by_boot(), [&[1.0, 2.0, 3.0][..], &[4.0, 5.0][..], &[6.0][..]]);
+        assert_eq!(r.metrics[1].skip.as_deref(), Some("EINVAL"));
+        assert!(r.metrics[1].boot_sizes.is_empty());
+        assert_eq!((r.timings.boot_s, r.timings.guest_s), (30.0, 24.0));
+        // A crash in a later boot outranks everything.
+        merge_boot(&mut r, boot(Outcome::Crash, Outcome::Pass, &[], &["panic"]), 4);
+        assert_eq!(r.outcome, Outcome::Crash);
+        assert_eq!(r.metrics[0].boot_sizes, [3, 2, 1], "a boot without samples adds no cluster");
+        assert_eq!(boot_file("console", "log", 1), "console.log");
+        assert_eq!(boot_file("console", "log", 4), "console.boot4.log");
+    }
 }

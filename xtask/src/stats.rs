@@ -367,6 +367,51 @@ pub fn median_change_ci(
     })
 }
 
+/// Like [`median_change_ci`], for samples taken in several boots (clusters):
+/// each resample first draws boots with replacement, then samples with
+/// replacement within each drawn boot, so the interval widens when boots
+/// disagree (boot-to-boot spread is part of the uncertainty). With one boot
+/// on both sides it is `median_change_ci`.
+pub fn median_change_ci_boots(
+    base: &[&[f64]],
+    new: &[&[f64]],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<ChangeCi> {
+    if base.len() <= 1 && new.len() <= 1 {
+        return median_change_ci(base.first()?, new.first()?, confidence, resamples, seed);
+    }
+    if base.iter().chain(new).any(|b| b.is_empty()) || resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let flat = |c: &[&[f64]]| c.concat();
+    let base_med = median(&flat(base));
+    if base_med == 0.0 {
+        return None;
+    }
+    let pct_change = pct_of(median(&flat(new)), base_med);
+    let mut rng = Xoshiro256::new(seed);
+    let draw = |clusters: &[&[f64]], rng: &mut Xoshiro256| -> f64 {
+        let mut buf = Vec::new();
+        for _ in 0..clusters.len() {
+            let c = clusters[rng.below(clusters.len())];
+            for _ in 0..c.len() {
+                buf.push(c[rng.below(c.len())]);
+            }
+        }
+        median_in_place(&mut buf)
+    };
+    let mut pcts = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        let mb = draw(base, &mut rng);
+        let mn = draw(new, &mut rng);
+        pcts.push(if mb == 0.0 && mn == 0.0 { 0.0 } else { pct_of(mn, mb) });
+    }
+    pcts.sort_by(f64::total_cmp);
+    Some(ChangeCi { pct_change, lo: quantile(&pcts, (1.0 - confidence) / 2.0), hi: quantile(&pcts, (1.0 + confidence) / 2.0) })
+}
+
 fn pct_of(new_med: f64, base_med: f64) -> f64 {
     100.0 * (new_med / base_med - 1.0)
 }
@@ -807,6 +852,33 @@ mod tests {
         let ci = median_change_ci(&base, &scaled, 0.95, 2000, 9).unwrap();
         assert_close(ci.pct_change, 25.0, 1e-12);
         assert!(ci.lo < 25.0 + 1e-9 && 25.0 - 1e-9 < ci.hi, "{ci:?}");
+    }
+
+    #[test]
+    fn boot_clusters_carry_boot_to_boot_spread_into_the_interval() {
+        let base = wobbly(60, 100.0, 4.0, 11);
+        let new = wobbly(60, 100.0, 4.0, 12);
+        // One boot a side: exactly the plain bootstrap.
+        assert_eq!(median_change_ci_boots(&[&base], &[&new], 0.95, 2000, 5), median_change_ci(&base, &new, 0.95, 2000, 5));
+        // Boots that agree: about as narrow as pooling them.
+        let (b1, b2) = base.split_at(30);
+        let (n1, n2) = new.split_at(30);
+        let agree = median_change_ci_boots(&[b1, b2], &[n1, n2], 0.95, 2000, 5).unwrap();
+        let pooled = median_change_ci(&base, &new, 0.95, 2000, 5).unwrap();
+        assert!(agree.hi - agree.lo < 2.0 * (pooled.hi - pooled.lo), "{agree:?} vs {pooled:?}");
+        // Three boots a side, each with its own level (a host state that lasted
+        // the boot) and little noise inside it. Pooled, the samples look like
+        // 180 precise ones; the boots say the level is only known to a few %.
+        let boots = |levels: [f64; 3], seed: u64| -> Vec<Vec<f64>> { levels.iter().enumerate().map(|(i, l)| wobbly(60, *l, 1.0, seed + i as u64)).collect() };
+        let b = boots([100.0, 106.0, 96.0], 20);
+        let n = boots([105.0, 97.0, 101.0], 30);
+        let bs: Vec<&[f64]> = b.iter().map(|v| &v[..]).collect();
+        let ns: Vec<&[f64]> = n.iter().map(|v| &v[..]).collect();
+        let clustered = median_change_ci_boots(&bs, &ns, 0.95, 2000, 5).unwrap();
+        let flat = median_change_ci(&b.concat(), &n.concat(), 0.95, 2000, 5).unwrap();
+        assert!(clustered.hi - clustered.lo > 2.0 * (flat.hi - flat.lo), "{clustered:?} vs {flat:?}");
+        assert!(clustered.lo < 0.0 && clustered.hi > 0.0, "{clustered:?}");
+        assert!(median_change_ci_boots(&[b1, &[]], &[n1], 0.95, 100, 1).is_none());
     }
 
     #[test]
