@@ -96,15 +96,41 @@ fn segfault_and_hang_fail_their_tests_and_the_rest_still_runs() {
 
 #[test]
 fn kernel_panic_is_a_crash_with_the_trace_and_the_test() {
-    let r = faults("panic", &["--cell", BASE, "--test", "panic", "--test", "after"], &[]);
+    // --boots 3: a kernel that panicked is not booted again.
+    let r = faults("panic", &["--cell", BASE, "--test", "panic", "--test", "after", "--boots", "3"], &[]);
     let c = cell(&r);
     assert_eq!(c["outcome"], "crash", "{c}");
+    let dir = out_dir_of(&r, "panic");
+    assert!(dir.join("console.log").exists() && !dir.join("console.boot2.log").exists());
     let ev = evidence(c);
     assert!(ev.contains("Panic") && ev.contains("while test panic ran"), "{ev}");
     assert!(ev.contains("sysrq"), "{ev}");
     assert_eq!(test(c, "panic")["outcome"], "crash");
     assert_eq!(test(c, "after")["outcome"], "skip", "not reached");
     assert!(r.stderr.contains("MISMATCH"));
+}
+
+/// The cell directory of BASE in a fault run.
+fn out_dir_of(_r: &Ran, name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name).join("cells").join(BASE.replace('/', "__"))
+}
+
+#[test]
+fn repeat_boots_pool_benchmark_samples_by_boot() {
+    let r = faults("boots", &["--cell", BASE, "--test", "seccomp_notify", "--test", "after", "--boots", "2"], &[]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "pass", "{c}");
+    assert_eq!(test(c, "after")["outcome"], "pass");
+    let dir = out_dir_of(&r, "boots");
+    for f in ["console.log", "results.log", "console.boot2.log", "results.boot2.log"] {
+        assert!(dir.join(f).exists(), "{f} missing in {}", dir.display());
+    }
+    // Each boot's samples, in order: the bench's default 5 per configuration.
+    let m = c["metrics"].as_array().unwrap().iter().find(|m| m["name"] == "seccomp_notify.sync.unpinned").unwrap();
+    assert_eq!(m["boot_sizes"], serde_json::json!([5, 5]), "{m}");
+    assert_eq!(m["samples"].as_array().unwrap().len(), 10);
+    let within = r.run.as_ref().unwrap()["comparisons"].as_array().unwrap().iter().find(|x| x["kind"] == "within").cloned().unwrap();
+    assert_eq!((within["boots_base"].as_u64(), within["boots_new"].as_u64()), (Some(2), Some(2)), "{within}");
 }
 
 #[test]
