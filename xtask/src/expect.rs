@@ -126,16 +126,6 @@ reason = "no feature"
     fn cell(cases: &[(&str, Outcome)], outcome: Outcome) -> CellResult {
         let failed = cases.iter().filter(|c| c.1 == Outcome::Fail).count();
         CellResult {
-            id: "k/base/x86_64/c".into(),
-            kernel: "k".into(),
-            variant: "base".into(),
-            arch: "x86_64".into(),
-            config: "c".into(),
-            accel: "tcg".into(),
-            outcome,
-            as_expected: false,
-            mismatches: vec![],
-            evidence: vec![],
             tests: vec![TestResult {
                 name: "t".into(),
                 outcome: if failed > 0 { Outcome::Fail } else { Outcome::Pass },
@@ -144,11 +134,7 @@ reason = "no feature"
                 cases: cases.iter().map(|(n, o)| CaseResult { name: n.to_string(), outcome: *o, reason: None }).collect(),
                 failed_by_cases: failed > 0,
             }],
-            metrics: vec![],
-            timings: Timings::default(),
-            logs: Logs::default(),
-            reproduce: Reproduce::default(),
-            build_key: String::new(),
+            ..CellResult::blank("k/base/x86_64/c", outcome)
         }
     }
 

@@ -150,6 +150,31 @@ pub struct Metric {
     pub boot_sizes: Vec<usize>,
 }
 
+impl CellResult {
+    /// An empty result for cell `id` (kernel/variant/arch/config).
+    pub fn blank(id: &str, outcome: Outcome) -> CellResult {
+        let part = |i: usize| id.split('/').nth(i).unwrap_or_default().to_string();
+        CellResult {
+            id: id.into(),
+            kernel: part(0),
+            variant: part(1),
+            arch: part(2),
+            config: part(3),
+            accel: String::new(),
+            outcome,
+            as_expected: false,
+            mismatches: vec![],
+            evidence: vec![],
+            tests: vec![],
+            metrics: vec![],
+            timings: Timings::default(),
+            logs: Logs::default(),
+            reproduce: Reproduce::default(),
+            build_key: String::new(),
+        }
+    }
+}
+
 impl Metric {
     /// The samples split by boot (one slice when there was one boot).
     pub fn by_boot(&self) -> Vec<&[f64]> {

@@ -89,22 +89,8 @@ impl Partial {
 
 fn new_result(cell: &Cell, ctx: &Ctx) -> CellResult {
     CellResult {
-        id: cell.id(),
-        kernel: cell.kernel.clone(),
-        variant: cell.variant.clone(),
-        arch: cell.arch.clone(),
-        config: cell.config.clone(),
-        accel: String::new(),
-        outcome: Outcome::InfraError,
-        as_expected: false,
-        mismatches: vec![],
-        evidence: vec![],
-        tests: vec![],
-        metrics: vec![],
-        timings: Timings::default(),
-        logs: Logs::default(),
         reproduce: Reproduce { xtask: format!("cargo xtask matrix --cell {} --out {}", cell.id(), ctx.run_dir.display()), ..Default::default() },
-        build_key: String::new(),
+        ..CellResult::blank(&cell.id(), Outcome::InfraError)
     }
 }
 
@@ -612,15 +598,6 @@ mod tests {
 
     fn boot(outcome: Outcome, case_b: Outcome, samples: &[f64], evidence: &[&str]) -> CellResult {
         CellResult {
-            id: "k/s/x86_64/c".into(),
-            kernel: "k".into(),
-            variant: "s".into(),
-            arch: "x86_64".into(),
-            config: "c".into(),
-            accel: "tcg".into(),
-            outcome,
-            as_expected: false,
-            mismatches: vec![],
             evidence: evidence.iter().map(|w| Evidence { what: w.to_string(), excerpt: String::new(), path: None }).collect(),
             tests: vec![TestResult {
                 name: "t".into(),
@@ -635,9 +612,7 @@ mod tests {
                 Metric { name: "m.y".into(), unit: String::new(), samples: vec![], skip: Some("EINVAL".into()), target_ci_pct: None, boot_sizes: vec![] },
             ],
             timings: Timings { boot_s: 10.0, guest_s: 8.0, ..Default::default() },
-            logs: Logs::default(),
-            reproduce: Reproduce::default(),
-            build_key: String::new(),
+            ..CellResult::blank("k/s/x86_64/c", outcome)
         }
     }
 
