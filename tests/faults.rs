@@ -36,7 +36,17 @@ struct Ran {
 }
 
 fn faults(name: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
-    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = serial();
+    faults_unlocked(name, args, env)
+}
+
+/// One fault run at a time (they share the kernel cache and 2 cores).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `faults` for a test that already holds `serial()` across several steps.
+fn faults_unlocked(name: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
     let out = out_dir(name);
     let t = Instant::now();
     let o = xtask()
@@ -210,7 +220,7 @@ fn bad_matrix_is_refused_before_any_work() {
 
 #[test]
 fn sigint_stops_qemu_and_keeps_finished_cells() {
-    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = serial();
     let out = out_dir("sigint");
     let marker = format!("kmatrix.sigint_test={}", std::process::id());
     let mut child = xtask()
@@ -281,7 +291,7 @@ extern "C" {
 
 #[test]
 fn busy_cache_is_refused_with_no_wait() {
-    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _guard = serial();
     let cache = cache_root();
     let mut holder = Command::new("flock").arg(cache.join("lock")).args(["sleep", "30"]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(500));
@@ -295,8 +305,11 @@ fn busy_cache_is_refused_with_no_wait() {
 
 #[test]
 fn corrupt_cached_kernel_is_detected_and_rebuilt() {
-    // Find the cached image of the base cell and damage it.
-    let first = faults("corrupt-1", &["--cell", BASE, "--test", "after"], &[]);
+    // Find the cached image of the base cell and damage it. Hold the lock
+    // throughout: another test's run in between would find the damage first
+    // and rebuild (seen in a fresh-machine run).
+    let _guard = serial();
+    let first = faults_unlocked("corrupt-1", &["--cell", BASE, "--test", "after"], &[]);
     let c = cell(&first);
     assert_eq!(c["outcome"], "pass", "{c}");
     let key = c["build_key"].as_str().unwrap().to_string();
@@ -305,7 +318,7 @@ fn corrupt_cached_kernel_is_detected_and_rebuilt() {
     let n = bytes.len();
     bytes[n / 2] ^= 0xff;
     std::fs::write(&image, bytes).unwrap();
-    let second = faults("corrupt-2", &["--cell", BASE, "--test", "after"], &[]);
+    let second = faults_unlocked("corrupt-2", &["--cell", BASE, "--test", "after"], &[]);
     assert!(second.stderr.contains("corrupt cache entry"), "{}", second.stderr);
     let c = cell(&second);
     assert_eq!(c["outcome"], "pass", "{c}");
