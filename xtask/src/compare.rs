@@ -68,6 +68,13 @@ pub struct Comparison {
     pub boots_base: usize,
     #[serde(default = "one")]
     pub boots_new: usize,
+    /// Which test gave `p_value`.
+    #[serde(default = "mann_whitney")]
+    pub p_test: PTest,
+}
+
+fn mann_whitney() -> PTest {
+    PTest::MannWhitney
 }
 
 fn one() -> usize {
@@ -76,18 +83,28 @@ fn one() -> usize {
 
 #[cfg(test)]
 pub fn compare_samples(base: &[f64], new: &[f64], better: Better, min_effect_pct: f64) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
-    compare_boots(&[base], &[new], better, min_effect_pct)
+    compare_boots(&[base], &[new], false, better, min_effect_pct)
 }
 
 /// `compare_samples` for samples from one or more boots per side: the CI
 /// resamples boots too (stats::median_change_ci_boots), so a difference no
-/// bigger than the boot-to-boot spread is not called significant.
-pub fn compare_boots(base_boots: &[&[f64]], new_boots: &[&[f64]], better: Better, min_effect_pct: f64) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
+/// bigger than the boot-to-boot spread is not called significant. The
+/// p-value: for two metrics of the same boots (`paired`), or with one boot
+/// on a side, Mann-Whitney U on the samples; for different boots on both
+/// sides, Welch's t on the log of the per-boot medians, because then the
+/// boot, not the sample, is the unit that was repeated.
+pub fn compare_boots(base_boots: &[&[f64]], new_boots: &[&[f64]], paired: bool, better: Better, min_effect_pct: f64) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
     let (base, new) = (&base_boots.concat()[..], &new_boots.concat()[..]);
     let sb = stats::summarize(base)?;
     let sn = stats::summarize(new)?;
-    let ci = stats::median_change_ci_boots(base_boots, new_boots, 0.95, RESAMPLES, SEED)?;
-    let p = stats::mann_whitney_u(base, new)?.p_two_sided;
+    let ci = stats::median_change_ci_boots(base_boots, new_boots, paired, 0.95, RESAMPLES, SEED)?;
+    let p = match p_test(base_boots, new_boots, paired) {
+        PTest::WelchBootMedians => {
+            let log_medians = |bs: &[&[f64]]| bs.iter().map(|b| stats::median(b).ln()).collect::<Vec<f64>>();
+            stats::welch_t(&log_medians(base_boots), &log_medians(new_boots)).map_or(1.0, |(_, _, p)| p)
+        }
+        PTest::MannWhitney => stats::mann_whitney_u(base, new)?.p_two_sided,
+    };
     let verdict = if base.len() < 3 || new.len() < 3 {
         Verdict::TooFewSamples
     } else if p < ALPHA && (ci.lo > 0.0 || ci.hi < 0.0) && ci.pct_change.abs() >= min_effect_pct {
@@ -104,12 +121,29 @@ pub fn compare_boots(base_boots: &[&[f64]], new_boots: &[&[f64]], better: Better
     Some((ci, p, verdict, sb.cv, sn.cv))
 }
 
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PTest {
+    MannWhitney,
+    WelchBootMedians,
+}
+
+fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], paired: bool) -> PTest {
+    if !paired && base_boots.len() > 1 && new_boots.len() > 1 {
+        PTest::WelchBootMedians
+    } else {
+        PTest::MannWhitney
+    }
+}
+
 fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, nm: &Metric) -> Option<Comparison> {
     if bm.skip.is_some() || nm.skip.is_some() {
         return None;
     }
     let (better, min_effect_pct) = m.metric_spec(&nm.name);
-    let (ci, p, verdict, cv_base, cv_new) = compare_boots(&bm.by_boot(), &nm.by_boot(), better, min_effect_pct)?;
+    // Two metrics of one cell come from the same boots: resample them paired.
+    let paired = kind == "within";
+    let (ci, p, verdict, cv_base, cv_new) = compare_boots(&bm.by_boot(), &nm.by_boot(), paired, better, min_effect_pct)?;
     Some(Comparison {
         kind: kind.into(),
         base_cell: bc.id.clone(),
@@ -132,6 +166,7 @@ fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, n
         verdict,
         boots_base: bm.by_boot().len(),
         boots_new: nm.by_boot().len(),
+        p_test: p_test(&bm.by_boot(), &nm.by_boot(), paired),
     })
 }
 
@@ -171,8 +206,9 @@ pub fn markdown(cs: &[Comparison]) -> String {
         let new = format!("{} {}", c.new_cell, c.new_metric);
         let base = if c.kind == "within" { c.base_metric.clone() } else { c.base_cell.clone() };
         let boots = if c.boots_base > 1 || c.boots_new > 1 { format!(" ({} vs {} boots)", c.boots_base, c.boots_new) } else { String::new() };
+        let p_note = if c.p_test == PTest::WelchBootMedians { " (Welch, boot medians)" } else { "" };
         s += &format!(
-            "| {new} | {base} | {:.3} | {:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%]{boots} | {:.4} | {} |\n",
+            "| {new} | {base} | {:.3} | {:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%]{boots} | {:.4}{p_note} | {} |\n",
             c.median_base,
             c.median_new,
             c.unit,
@@ -242,6 +278,23 @@ mod tests {
         assert_eq!(v, Verdict::NoChange);
         // The same data against a 1% minimum effect cannot rule one out.
         assert_eq!(compare_samples(&a, &b, Better::Lower, 1.0).unwrap().2, Verdict::TooNoisy);
+    }
+
+    #[test]
+    fn across_boots_the_boot_is_the_unit() {
+        // Base and new differ by 3% in every sample, but the boots move by
+        // +-15%: three boots a side cannot tell 3% apart from that.
+        let boot = |level: f64| (0..40).map(|i| level * (1.0 + 0.002 * (i % 5) as f64)).collect::<Vec<f64>>();
+        let base = [boot(100.0), boot(115.0), boot(85.0)];
+        let new = [boot(103.0), boot(118.5), boot(87.5)];
+        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (base.iter().map(|v| &v[..]).collect(), new.iter().map(|v| &v[..]).collect());
+        let (_, p, v, _, _) = compare_boots(&b, &n, false, Better::Lower, 1.0).unwrap();
+        assert!(p > 0.5, "{p}");
+        assert_ne!(v, Verdict::Regressed);
+        // Paired (two metrics of the same boots): the boot shifts cancel.
+        let (ci, _, v, _, _) = compare_boots(&b, &n, true, Better::Lower, 1.0).unwrap();
+        assert!(ci.lo > 0.0, "{ci:?}");
+        assert_eq!(v, Verdict::Regressed);
     }
 
     #[test]

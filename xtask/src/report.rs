@@ -24,10 +24,22 @@ fn test_cell(t: &TestResult) -> String {
     s + &took
 }
 
-/// Half the 95% CI of the median, in percent of the median: the precision
-/// figure reported per metric and compared with `target_ci_pct`.
-pub fn ci_half_pct(x: &crate::stats::Summary) -> Option<f64> {
-    x.median_ci.filter(|_| x.median > 0.0).map(|(lo, hi)| 50.0 * (hi - lo) / x.median)
+/// The 95% CI of a metric's median: distribution-free for one boot; over
+/// several boots a bootstrap that resamples boots, then samples, so the
+/// spread between boots counts.
+pub fn median_ci(m: &crate::results::Metric, x: &crate::stats::Summary) -> Option<(f64, f64)> {
+    let boots = m.by_boot();
+    if boots.len() > 1 {
+        crate::stats::median_ci_boots(&boots, 0.95, 4000, 0x6b6d)
+    } else {
+        x.median_ci
+    }
+}
+
+/// Half the width of that CI in percent of the median: the precision figure
+/// reported per metric and compared with `target_ci_pct`.
+pub fn ci_half_pct(m: &crate::results::Metric, x: &crate::stats::Summary) -> Option<f64> {
+    median_ci(m, x).filter(|_| x.median > 0.0).map(|(lo, hi)| 50.0 * (hi - lo) / x.median)
 }
 
 pub fn markdown(run: &Run) -> String {
@@ -62,7 +74,7 @@ pub fn markdown(run: &Run) -> String {
     }
     let metrics: Vec<_> = run.cells.iter().flat_map(|c| c.metrics.iter().map(move |m| (c, m))).collect();
     if !metrics.is_empty() {
-        let _ = writeln!(s, "\n## Metrics\n\n| cell | metric | n | median | 95% CI of median | min | max | CV |\n|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(s, "\n## Metrics\n\n| cell | metric | n | median | 95% CI of median (resampling boots when several) | min | max | CV |\n|---|---|---|---|---|---|---|---|");
         let (mut judged, mut missed) = (0, 0);
         for (c, m) in metrics {
             match (&m.skip, crate::stats::summarize(&m.samples)) {
@@ -70,8 +82,8 @@ pub fn markdown(run: &Run) -> String {
                     let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | | |", c.id, m.name);
                 }
                 (None, Some(x)) => {
-                    let half = ci_half_pct(&x);
-                    let mut ci = match (x.median_ci, half) {
+                    let half = ci_half_pct(m, &x);
+                    let mut ci = match (median_ci(m, &x), half) {
                         (Some((lo, hi)), Some(h)) => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
                         _ => "n < 6".to_string(),
                     };
@@ -170,7 +182,7 @@ mod tests {
         assert!(md.contains("pass (55.8s)"), "{md}");
         let mut over = 0;
         for m in &ms {
-            let half = ci_half_pct(&crate::stats::summarize(&m.samples).unwrap()).unwrap();
+            let half = ci_half_pct(m, &crate::stats::summarize(&m.samples).unwrap()).unwrap();
             let row = md.lines().find(|l| l.contains(&format!("| {} |", m.name))).unwrap();
             assert_eq!(row.contains("over ±10"), half > 10.0, "{row} (half-width {half:.2}%)");
             over += (half > 10.0) as usize;
@@ -184,6 +196,10 @@ mod tests {
         let meds = [crate::stats::median(&two[0].samples[..50]), crate::stats::median(&two[0].samples[50..])];
         let md2 = markdown(&run_with(two.clone()));
         assert!(md2.contains(&format!("(boots: {:.1}, {:.1})", meds[0], meds[1])), "{md2}");
+        // ... and the CI is the one that resamples boots.
+        let (lo, hi) = crate::stats::median_ci_boots(&two[0].by_boot(), 0.95, 4000, 0x6b6d).unwrap();
+        let row = md2.lines().find(|l| l.contains(&format!("| {} |", two[0].name))).unwrap();
+        assert!(row.contains(&format!("[{lo:.3}, {hi:.3}]")), "{row}");
         // No target declared: nothing is judged.
         let md = markdown(&run_with(fixture_metrics(None)));
         assert!(!md.contains("over ±") && !md.contains("precision target"), "{md}");

@@ -133,6 +133,109 @@ fn median_ci_rank(n: usize) -> Option<usize> {
     None
 }
 
+/// Welch's two-sample t-test (unequal variances), two-sided: `(t, df, p)`.
+/// `None` when a side has fewer than 2 values or both have zero variance.
+/// Used on per-boot medians, where each boot is one observation.
+pub fn welch_t(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    let var = |x: &[f64], m: f64| x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (x.len() as f64 - 1.0);
+    let (ma, mb) = (mean(a), mean(b));
+    let (va, vb) = (var(a, ma) / na, var(b, mb) / nb);
+    if va + vb <= 0.0 {
+        return None;
+    }
+    let t = (ma - mb) / (va + vb).sqrt();
+    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    Some((t, df, student_t_two_sided(t, df)))
+}
+
+/// P(|T| >= |t|) for Student's t with `df` degrees of freedom:
+/// I_{df/(df+t^2)}(df/2, 1/2).
+pub fn student_t_two_sided(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return if t.is_nan() { f64::NAN } else { 0.0 };
+    }
+    reg_inc_beta(df / 2.0, 0.5, df / (df + t * t))
+}
+
+/// Regularized incomplete beta I_x(a, b), by its continued fraction
+/// (modified Lentz), using the symmetry I_x(a,b) = 1 - I_{1-x}(b,a) where
+/// the fraction converges slowly.
+fn reg_inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return 1.0 - ln_front.exp() * beta_cf(b, a, 1.0 - x) / b;
+    }
+    ln_front.exp() * beta_cf(a, b, x) / a
+}
+
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let mut c = 1.0;
+    let mut d = 1.0 - (a + b) * x / (a + 1.0);
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        for aa in [m * (b - m) * x / ((a + m2 - 1.0) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0))] {
+            d = 1.0 + aa * d;
+            if d.abs() < TINY {
+                d = TINY;
+            }
+            c = 1.0 + aa / c;
+            if c.abs() < TINY {
+                c = TINY;
+            }
+            d = 1.0 / d;
+            h *= d * c;
+        }
+        if (d * c - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// ln Gamma(x) for x > 0 (Lanczos, g = 7, n = 9; ~1e-15 relative).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Gamma(x) Gamma(1-x) = pi / sin(pi x).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut s = G[0];
+    for (i, g) in G.iter().enumerate().skip(1) {
+        s += g / (x + i as f64);
+    }
+    let t = x + 7.5;
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + s.ln()
+}
+
 /// Two-sided Mann-Whitney U test matching
 /// `scipy.stats.mannwhitneyu(a, b, alternative='two-sided', method='auto', use_continuity=True)`.
 ///
@@ -370,11 +473,15 @@ pub fn median_change_ci(
 /// Like [`median_change_ci`], for samples taken in several boots (clusters):
 /// each resample first draws boots with replacement, then samples with
 /// replacement within each drawn boot, so the interval widens when boots
-/// disagree (boot-to-boot spread is part of the uncertainty). With one boot
-/// on both sides it is `median_change_ci`.
+/// disagree (boot-to-boot spread is part of the uncertainty). `paired`: both
+/// sides come from the same boots (two metrics of one cell, measured
+/// interleaved), so one draw of boot indices serves both and a shift that
+/// moves a whole boot cancels out. With one boot a side it is
+/// `median_change_ci`.
 pub fn median_change_ci_boots(
     base: &[&[f64]],
     new: &[&[f64]],
+    paired: bool,
     confidence: f64,
     resamples: usize,
     seed: u64,
@@ -385,31 +492,60 @@ pub fn median_change_ci_boots(
     if base.iter().chain(new).any(|b| b.is_empty()) || resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
         return None;
     }
-    let flat = |c: &[&[f64]]| c.concat();
-    let base_med = median(&flat(base));
+    let paired = paired && base.len() == new.len();
+    let base_med = median(&base.concat());
     if base_med == 0.0 {
         return None;
     }
-    let pct_change = pct_of(median(&flat(new)), base_med);
+    let pct_change = pct_of(median(&new.concat()), base_med);
     let mut rng = Xoshiro256::new(seed);
-    let draw = |clusters: &[&[f64]], rng: &mut Xoshiro256| -> f64 {
-        let mut buf = Vec::new();
-        for _ in 0..clusters.len() {
-            let c = clusters[rng.below(clusters.len())];
-            for _ in 0..c.len() {
-                buf.push(c[rng.below(c.len())]);
-            }
-        }
-        median_in_place(&mut buf)
-    };
+    let mut pick_b = vec![0; base.len()];
+    let mut pick_n = vec![0; new.len()];
     let mut pcts = Vec::with_capacity(resamples);
     for _ in 0..resamples {
-        let mb = draw(base, &mut rng);
-        let mn = draw(new, &mut rng);
+        pick_b.iter_mut().for_each(|p| *p = rng.below(base.len()));
+        if paired {
+            pick_n.copy_from_slice(&pick_b);
+        } else {
+            pick_n.iter_mut().for_each(|p| *p = rng.below(new.len()));
+        }
+        let mb = resampled_median(base, &pick_b, &mut rng);
+        let mn = resampled_median(new, &pick_n, &mut rng);
         pcts.push(if mb == 0.0 && mn == 0.0 { 0.0 } else { pct_of(mn, mb) });
     }
     pcts.sort_by(f64::total_cmp);
     Some(ChangeCi { pct_change, lo: quantile(&pcts, (1.0 - confidence) / 2.0), hi: quantile(&pcts, (1.0 + confidence) / 2.0) })
+}
+
+/// Percentile-bootstrap CI of the median of samples from several boots
+/// (boots, then samples within them, drawn with replacement); None for one
+/// boot (use the distribution-free `Summary::median_ci` there).
+pub fn median_ci_boots(boots: &[&[f64]], confidence: f64, resamples: usize, seed: u64) -> Option<(f64, f64)> {
+    if boots.len() < 2 || boots.iter().any(|b| b.is_empty()) || resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let mut rng = Xoshiro256::new(seed);
+    let mut pick = vec![0; boots.len()];
+    let mut meds = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        pick.iter_mut().for_each(|p| *p = rng.below(boots.len()));
+        meds.push(resampled_median(boots, &pick, &mut rng));
+    }
+    meds.sort_by(f64::total_cmp);
+    Some((quantile(&meds, (1.0 - confidence) / 2.0), quantile(&meds, (1.0 + confidence) / 2.0)))
+}
+
+/// Median of one two-stage resample: the boots in `pick`, each resampled
+/// with replacement to its own size.
+fn resampled_median(boots: &[&[f64]], pick: &[usize], rng: &mut Xoshiro256) -> f64 {
+    let mut buf = Vec::with_capacity(boots.iter().map(|b| b.len()).sum());
+    for &i in pick {
+        let c = boots[i];
+        for _ in 0..c.len() {
+            buf.push(c[rng.below(c.len())]);
+        }
+    }
+    median_in_place(&mut buf)
 }
 
 fn pct_of(new_med: f64, base_med: f64) -> f64 {
@@ -859,11 +995,11 @@ mod tests {
         let base = wobbly(60, 100.0, 4.0, 11);
         let new = wobbly(60, 100.0, 4.0, 12);
         // One boot a side: exactly the plain bootstrap.
-        assert_eq!(median_change_ci_boots(&[&base], &[&new], 0.95, 2000, 5), median_change_ci(&base, &new, 0.95, 2000, 5));
+        assert_eq!(median_change_ci_boots(&[&base], &[&new], false, 0.95, 2000, 5), median_change_ci(&base, &new, 0.95, 2000, 5));
         // Boots that agree: about as narrow as pooling them.
         let (b1, b2) = base.split_at(30);
         let (n1, n2) = new.split_at(30);
-        let agree = median_change_ci_boots(&[b1, b2], &[n1, n2], 0.95, 2000, 5).unwrap();
+        let agree = median_change_ci_boots(&[b1, b2], &[n1, n2], false, 0.95, 2000, 5).unwrap();
         let pooled = median_change_ci(&base, &new, 0.95, 2000, 5).unwrap();
         assert!(agree.hi - agree.lo < 2.0 * (pooled.hi - pooled.lo), "{agree:?} vs {pooled:?}");
         // Three boots a side, each with its own level (a host state that lasted
@@ -874,11 +1010,57 @@ mod tests {
         let n = boots([105.0, 97.0, 101.0], 30);
         let bs: Vec<&[f64]> = b.iter().map(|v| &v[..]).collect();
         let ns: Vec<&[f64]> = n.iter().map(|v| &v[..]).collect();
-        let clustered = median_change_ci_boots(&bs, &ns, 0.95, 2000, 5).unwrap();
+        let clustered = median_change_ci_boots(&bs, &ns, false, 0.95, 2000, 5).unwrap();
         let flat = median_change_ci(&b.concat(), &n.concat(), 0.95, 2000, 5).unwrap();
         assert!(clustered.hi - clustered.lo > 2.0 * (flat.hi - flat.lo), "{clustered:?} vs {flat:?}");
         assert!(clustered.lo < 0.0 && clustered.hi > 0.0, "{clustered:?}");
-        assert!(median_change_ci_boots(&[b1, &[]], &[n1], 0.95, 100, 1).is_none());
+        // Paired: the same boots on both sides, the new metric 10% below the
+        // base in every boot while whole boots move by up to 20%.
+        let levels = [100.0, 120.0, 95.0];
+        let pb: Vec<Vec<f64>> = levels.iter().enumerate().map(|(i, l)| wobbly(60, *l, 2.0, 40 + i as u64)).collect();
+        let pn: Vec<Vec<f64>> = levels.iter().enumerate().map(|(i, l)| wobbly(60, 0.9 * l, 1.8, 50 + i as u64)).collect();
+        let (pbs, pns): (Vec<&[f64]>, Vec<&[f64]>) = (pb.iter().map(|v| &v[..]).collect(), pn.iter().map(|v| &v[..]).collect());
+        let paired = median_change_ci_boots(&pbs, &pns, true, 0.95, 2000, 5).unwrap();
+        let unpaired = median_change_ci_boots(&pbs, &pns, false, 0.95, 2000, 5).unwrap();
+        assert!(paired.lo < -10.0 + 3.0 && paired.hi > -10.0 - 3.0 && paired.hi < 0.0, "{paired:?}");
+        assert!(unpaired.hi - unpaired.lo > 3.0 * (paired.hi - paired.lo), "{unpaired:?} vs {paired:?}");
+        // The median's own CI across boots spans the boot levels' spread.
+        let (lo, hi) = median_ci_boots(&pbs, 0.95, 2000, 5).unwrap();
+        assert!(lo < 100.0 && hi > 110.0, "[{lo}, {hi}]");
+        assert!(median_ci_boots(&pbs[..1], 0.95, 2000, 5).is_none());
+        assert!(median_change_ci_boots(&[b1, &[]], &[n1], false, 0.95, 100, 1).is_none());
+    }
+
+    #[test]
+    fn student_t_matches_table_values() {
+        // Textbook critical values t(0.975, df): two-sided p = 0.05.
+        for (t, df) in [(12.706, 1.0), (4.303, 2.0), (2.776, 4.0), (2.228, 10.0), (1.960, 1e6)] {
+            assert_close(student_t_two_sided(t, df), 0.05, 2e-4);
+        }
+        // t(0.995, 5) = 4.032: p = 0.01. Cauchy (df 1): P(|T| > 1) = 1/2.
+        assert_close(student_t_two_sided(4.032, 5.0), 0.01, 1e-4);
+        assert_close(student_t_two_sided(1.0, 1.0), 0.5, 1e-12);
+        assert_close(student_t_two_sided(0.0, 3.0), 1.0, 1e-12);
+        assert_close(student_t_two_sided(-2.776, 4.0), 0.05, 2e-4);
+        // ln Gamma at known points: Gamma(5) = 24, Gamma(1/2) = sqrt(pi).
+        assert_close(ln_gamma(5.0), 24f64.ln(), 1e-12);
+        assert_close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-12);
+    }
+
+    #[test]
+    fn welch_t_on_boot_medians() {
+        // Equal variances and sizes: Welch's t is Student's t with df = 2n-2.
+        let (t, df, p) = welch_t(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
+        assert_close(t, -3.0 / (2.0f64 / 3.0).sqrt(), 1e-12);
+        assert_close(df, 4.0, 1e-12);
+        assert_close(p, student_t_two_sided(t, 4.0), 1e-15);
+        assert!(p > 0.01 && p < 0.05, "{p}");
+        // Welch-Satterthwaite df for unequal variances, by hand:
+        // va/na = 1/3, vb/nb = 25/3 -> df = (26/3)^2 / ((1/9 + 625/9)/2) = 676/313.
+        let (_, df, _) = welch_t(&[1.0, 2.0, 3.0], &[10.0, 15.0, 20.0]).unwrap();
+        assert_close(df, 676.0 / 313.0, 1e-12);
+        assert!(welch_t(&[1.0], &[2.0, 3.0]).is_none());
+        assert!(welch_t(&[1.0, 1.0], &[1.0, 1.0]).is_none());
     }
 
     #[test]
