@@ -143,7 +143,8 @@ fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, n
     let (better, min_effect_pct) = m.metric_spec(&nm.name);
     // Two metrics of one cell come from the same boots: resample them paired.
     let paired = kind == "within";
-    let (ci, p, verdict, cv_base, cv_new) = compare_boots(&bm.by_boot(), &nm.by_boot(), paired, better, min_effect_pct)?;
+    let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
+    let (ci, p, verdict, cv_base, cv_new) = compare_boots(&base_boots, &new_boots, paired, better, min_effect_pct)?;
     Some(Comparison {
         kind: kind.into(),
         base_cell: bc.id.clone(),
@@ -164,9 +165,9 @@ fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, n
         better,
         min_effect_pct,
         verdict,
-        boots_base: bm.by_boot().len(),
-        boots_new: nm.by_boot().len(),
-        p_test: p_test(&bm.by_boot(), &nm.by_boot(), paired),
+        boots_base: base_boots.len(),
+        boots_new: new_boots.len(),
+        p_test: p_test(&base_boots, &new_boots, paired),
     })
 }
 

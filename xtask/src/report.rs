@@ -36,10 +36,10 @@ pub fn median_ci(m: &crate::results::Metric, x: &crate::stats::Summary) -> Optio
     }
 }
 
-/// Half the width of that CI in percent of the median: the precision figure
-/// reported per metric and compared with `target_ci_pct`.
-pub fn ci_half_pct(m: &crate::results::Metric, x: &crate::stats::Summary) -> Option<f64> {
-    median_ci(m, x).filter(|_| x.median > 0.0).map(|(lo, hi)| 50.0 * (hi - lo) / x.median)
+/// Half the width of a median's CI in percent of the median: the precision
+/// figure reported per metric and compared with `target_ci_pct`.
+pub fn ci_half_pct(ci: Option<(f64, f64)>, median: f64) -> Option<f64> {
+    ci.filter(|_| median > 0.0).map(|(lo, hi)| 50.0 * (hi - lo) / median)
 }
 
 pub fn markdown(run: &Run) -> String {
@@ -82,8 +82,9 @@ pub fn markdown(run: &Run) -> String {
                     let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | | |", c.id, m.name);
                 }
                 (None, Some(x)) => {
-                    let half = ci_half_pct(m, &x);
-                    let mut ci = match (median_ci(m, &x), half) {
+                    let median_ci = median_ci(m, &x);
+                    let half = ci_half_pct(median_ci, x.median);
+                    let mut ci = match (median_ci, half) {
                         (Some((lo, hi)), Some(h)) => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
                         _ => "n < 6".to_string(),
                     };
@@ -182,7 +183,8 @@ mod tests {
         assert!(md.contains("pass (55.8s)"), "{md}");
         let mut over = 0;
         for m in &ms {
-            let half = ci_half_pct(m, &crate::stats::summarize(&m.samples).unwrap()).unwrap();
+            let x = crate::stats::summarize(&m.samples).unwrap();
+            let half = ci_half_pct(median_ci(m, &x), x.median).unwrap();
             let row = md.lines().find(|l| l.contains(&format!("| {} |", m.name))).unwrap();
             assert_eq!(row.contains("over ±10"), half > 10.0, "{row} (half-width {half:.2}%)");
             over += (half > 10.0) as usize;

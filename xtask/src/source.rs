@@ -280,11 +280,17 @@ mod tests {
         (base, Series::load("k", &root.join("k")).unwrap(), Series::load("t", &root.join("t")).unwrap())
     }
 
-    #[test]
-    fn tools_only_series_keeps_the_kernel_id_and_switching_keeps_mtimes() {
-        let root = std::env::temp_dir().join(format!("kmatrix-source-{}", std::process::id()));
+    /// An empty directory of this test process's own.
+    fn scratch(name: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("kmatrix-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
+        root
+    }
+
+    #[test]
+    fn tools_only_series_keeps_the_kernel_id_and_switching_keeps_mtimes() {
+        let root = scratch("source");
         let (base, k, t) = fixture(&root);
         let cache = Cache::open(root.join("cache"), false).unwrap();
         let mut log = |_: &str| {};
@@ -313,9 +319,7 @@ mod tests {
 
     #[test]
     fn a_patch_that_does_not_apply_names_the_file() {
-        let root = std::env::temp_dir().join(format!("kmatrix-apply-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).unwrap();
+        let root = scratch("apply");
         let (base, k, _) = fixture(&root);
         let text = std::fs::read_to_string(&k.patches[0]).unwrap().replace("-a\n", "-zzz\n");
         std::fs::write(&k.patches[0], text).unwrap();
