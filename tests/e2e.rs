@@ -33,50 +33,97 @@ fn run_cell(cell: &str, name: &str, extra: &[&str]) -> (i32, Value, PathBuf) {
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
         .status()
         .expect("running xtask");
-    let text = std::fs::read_to_string(out.join("results.json")).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
-    (st.code().unwrap_or(-1), serde_json::from_str(&text).unwrap(), out)
+    let text = std::fs::read_to_string(out.join("results.json"))
+        .unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    (
+        st.code().unwrap_or(-1),
+        serde_json::from_str(&text).unwrap(),
+        out,
+    )
 }
 
 fn test<'a>(cell: &'a Value, name: &str) -> &'a Value {
-    cell["tests"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no test {name} in {cell}"))
+    cell["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no test {name} in {cell}"))
 }
 
 fn case_outcomes(t: &Value) -> Vec<(String, String)> {
-    t["cases"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap().to_string(), c["outcome"].as_str().unwrap().to_string())).collect()
+    t["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
 }
 
 #[test]
 fn x86_64_with_series_passes_every_seccomp_case() {
     let (code, run, out) = run_cell("6.1/seccomp-sync-wakeup/x86_64/tiny", "e2e-x86-series", &[]);
     let cell = &run["cells"][0];
-    assert_eq!(cell["outcome"], "pass", "{}", serde_json::to_string_pretty(cell).unwrap());
+    assert_eq!(
+        cell["outcome"],
+        "pass",
+        "{}",
+        serde_json::to_string_pretty(cell).unwrap()
+    );
     assert_eq!(code, 0);
     assert!(cell["accel"].as_str().unwrap().starts_with("tcg") || cell["accel"] == "kvm");
     let cases = case_outcomes(test(cell, "seccomp_bpf"));
     assert!(cases.len() >= 90, "{cases:?}");
     assert!(cases.iter().all(|(_, o)| o == "pass"), "{cases:?}");
-    assert!(cases.iter().any(|(n, _)| n == "global.user_notification_sync"));
+    assert!(cases
+        .iter()
+        .any(|(n, _)| n == "global.user_notification_sync"));
     // The benchmark measured both modes, as raw samples.
     let metrics = cell["metrics"].as_array().unwrap();
-    for m in ["seccomp_notify.default.unpinned", "seccomp_notify.sync.unpinned"] {
-        let m = metrics.iter().find(|x| x["name"] == m).unwrap_or_else(|| panic!("{m} missing"));
+    for m in [
+        "seccomp_notify.default.unpinned",
+        "seccomp_notify.sync.unpinned",
+    ] {
+        let m = metrics
+            .iter()
+            .find(|x| x["name"] == m)
+            .unwrap_or_else(|| panic!("{m} missing"));
         assert!(m["samples"].as_array().unwrap().len() >= 3, "{m}");
         assert_eq!(m["unit"], "us/op");
         // The default matrix boots each cell several times: samples by boot.
-        let sizes: Vec<u64> = m["boot_sizes"].as_array().map_or(vec![], |a| a.iter().map(|x| x.as_u64().unwrap()).collect());
+        let sizes: Vec<u64> = m["boot_sizes"]
+            .as_array()
+            .map_or(vec![], |a| a.iter().map(|x| x.as_u64().unwrap()).collect());
         assert!(sizes.len() >= 2 && sizes.iter().all(|&n| n >= 10), "{m}");
-        assert_eq!(sizes.iter().sum::<u64>() as usize, m["samples"].as_array().unwrap().len());
+        assert_eq!(
+            sizes.iter().sum::<u64>() as usize,
+            m["samples"].as_array().unwrap().len()
+        );
     }
     // The series' claim, judged within the cell across its boots.
-    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    let claim = run["comparisons"].as_array().unwrap().iter().find(|c| c["new_metric"] == "seccomp_notify.sync.unpinned").expect("sync vs default comparison");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let claim = run["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["new_metric"] == "seccomp_notify.sync.unpinned")
+        .expect("sync vs default comparison");
     assert!(claim["boots_new"].as_u64().unwrap() >= 2, "{claim}");
     // About 2x under TCG here (ARCHITECTURE.md); a broken sync path (or a
     // benchmark that stopped exercising it) shows up as anything else.
     assert_eq!(claim["verdict"], "improved", "{claim}");
     // Logs and reproducers are where results.json says.
     assert!(Path::new(cell["logs"]["console"].as_str().unwrap()).exists());
-    assert!(cell["reproduce"]["qemu"].as_str().unwrap().contains("qemu-system-x86_64"));
+    assert!(cell["reproduce"]["qemu"]
+        .as_str()
+        .unwrap()
+        .contains("qemu-system-x86_64"));
     assert!(out.join("summary.md").exists());
 }
 
@@ -84,14 +131,33 @@ fn x86_64_with_series_passes_every_seccomp_case() {
 fn arm64_base_fails_only_the_sync_case_as_expected() {
     let (code, run, _) = run_cell("6.1/base/arm64/tiny", "e2e-arm64-base", &[]);
     let cell = &run["cells"][0];
-    assert_eq!(cell["outcome"], "fail", "{}", serde_json::to_string_pretty(cell).unwrap());
+    assert_eq!(
+        cell["outcome"],
+        "fail",
+        "{}",
+        serde_json::to_string_pretty(cell).unwrap()
+    );
     assert_eq!(cell["as_expected"], true, "{}", cell["mismatches"]);
     assert_eq!(code, 0);
     let t = test(cell, "seccomp_bpf");
-    let bad: Vec<_> = case_outcomes(t).into_iter().filter(|(_, o)| o != "pass").collect();
-    assert_eq!(bad, [("global.user_notification_sync".to_string(), "fail".to_string())]);
+    let bad: Vec<_> = case_outcomes(t)
+        .into_iter()
+        .filter(|(_, o)| o != "pass")
+        .collect();
+    assert_eq!(
+        bad,
+        [(
+            "global.user_notification_sync".to_string(),
+            "fail".to_string()
+        )]
+    );
     // Sync mode is absent on base: a skip with the reason, never a number.
-    let m = cell["metrics"].as_array().unwrap().iter().find(|x| x["name"] == "seccomp_notify.sync.unpinned").unwrap();
+    let m = cell["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "seccomp_notify.sync.unpinned")
+        .unwrap();
     assert!(m["samples"].as_array().unwrap().is_empty());
     assert!(m["skip"].as_str().unwrap().contains("EINVAL"), "{m}");
 }
@@ -113,7 +179,10 @@ fn boot_gives_an_interactive_shell() {
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
             let _ = tx.send(line);
         }
     });
@@ -130,7 +199,9 @@ fn boot_gives_an_interactive_shell() {
                 // while the kernel boots is dropped.
                 if !typed && line.contains("kmatrix: interactive shell") {
                     std::thread::sleep(std::time::Duration::from_secs(1));
-                    stdin.write_all(b"echo guest-says-$((6*7)); ls /tests; reboot -f\n").unwrap();
+                    stdin
+                        .write_all(b"echo guest-says-$((6*7)); ls /tests; reboot -f\n")
+                        .unwrap();
                     typed = true;
                 }
             }

@@ -13,7 +13,10 @@ use serde_json::Value;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn out_dir(name: &str) -> PathBuf {
@@ -60,9 +63,16 @@ fn faults_unlocked(name: &str, args: &[&str], env: &[(&str, &str)]) -> Ran {
     let secs = t.elapsed().as_secs_f64();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     eprintln!("{stderr}");
-    let run = std::fs::read_to_string(out.join("results.json")).ok().map(|t| serde_json::from_str(&t).unwrap());
+    let run = std::fs::read_to_string(out.join("results.json"))
+        .ok()
+        .map(|t| serde_json::from_str(&t).unwrap());
     println!("fault {name}: detected in {secs:.1}s");
-    Ran { code: o.status.code().unwrap_or(-1), run, stderr, secs }
+    Ran {
+        code: o.status.code().unwrap_or(-1),
+        run,
+        stderr,
+        secs,
+    }
 }
 
 fn cell(r: &Ran) -> &Value {
@@ -70,11 +80,21 @@ fn cell(r: &Ran) -> &Value {
 }
 
 fn test<'a>(cell: &'a Value, name: &str) -> &'a Value {
-    cell["tests"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name}: {cell}"))
+    cell["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no {name}: {cell}"))
 }
 
 fn evidence(cell: &Value) -> String {
-    cell["evidence"].as_array().unwrap().iter().map(|e| format!("{}\n{}\n", e["what"], e["excerpt"].as_str().unwrap_or(""))).collect()
+    cell["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}\n{}\n", e["what"], e["excerpt"].as_str().unwrap_or("")))
+        .collect()
 }
 
 /// The cells tests/e2e.rs builds, so these tests find their kernels cached.
@@ -83,37 +103,67 @@ const BASE: &str = "6.1/seccomp-sync-wakeup/x86_64/tiny";
 const OTHER: &str = "6.1/base/arm64/tiny";
 
 fn cache_root() -> PathBuf {
-    std::env::var("KMATRIX_CACHE").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("XDG_CACHE_HOME").unwrap_or_else(|_| format!("{}/.cache", std::env::var("HOME").unwrap()))).join("kmatrix")
-    })
+    std::env::var("KMATRIX_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(
+                std::env::var("XDG_CACHE_HOME")
+                    .unwrap_or_else(|_| format!("{}/.cache", std::env::var("HOME").unwrap())),
+            )
+            .join("kmatrix")
+        })
 }
 
 #[test]
 fn segfault_and_hang_fail_their_tests_and_the_rest_still_runs() {
-    let r = faults("segv-hang", &["--cell", BASE, "--test", "segv", "--test", "hang", "--test", "after"], &[]);
+    let r = faults(
+        "segv-hang",
+        &[
+            "--cell", BASE, "--test", "segv", "--test", "hang", "--test", "after",
+        ],
+        &[],
+    );
     let c = cell(&r);
     assert_eq!(c["outcome"], "fail", "{c}");
     assert_eq!(r.code, 1, "a failing test is a mismatch");
     let segv = test(c, "segv");
     assert_eq!(segv["outcome"], "fail");
-    assert!(segv["reason"].as_str().unwrap().contains("SIGSEGV"), "{segv}");
-    assert!(segv["reason"].as_str().unwrap().contains("about to crash"), "{segv}");
+    assert!(
+        segv["reason"].as_str().unwrap().contains("SIGSEGV"),
+        "{segv}"
+    );
+    assert!(
+        segv["reason"].as_str().unwrap().contains("about to crash"),
+        "{segv}"
+    );
     let hang = test(c, "hang");
     assert_eq!(hang["outcome"], "timeout", "{hang}");
-    assert!(hang["reason"].as_str().unwrap().contains("going to sleep"), "{hang}");
+    assert!(
+        hang["reason"].as_str().unwrap().contains("going to sleep"),
+        "{hang}"
+    );
     assert_eq!(test(c, "after")["outcome"], "pass");
 }
 
 #[test]
 fn kernel_panic_is_a_crash_with_the_trace_and_the_test() {
     // --boots 3: a kernel that panicked is not booted again.
-    let r = faults("panic", &["--cell", BASE, "--test", "panic", "--test", "after", "--boots", "3"], &[]);
+    let r = faults(
+        "panic",
+        &[
+            "--cell", BASE, "--test", "panic", "--test", "after", "--boots", "3",
+        ],
+        &[],
+    );
     let c = cell(&r);
     assert_eq!(c["outcome"], "crash", "{c}");
     let dir = out_dir_of(&r, "panic");
     assert!(dir.join("console.log").exists() && !dir.join("console.boot2.log").exists());
     let ev = evidence(c);
-    assert!(ev.contains("Panic") && ev.contains("while test panic ran"), "{ev}");
+    assert!(
+        ev.contains("Panic") && ev.contains("while test panic ran"),
+        "{ev}"
+    );
     assert!(ev.contains("sysrq"), "{ev}");
     assert_eq!(test(c, "panic")["outcome"], "crash");
     assert_eq!(test(c, "after")["outcome"], "skip", "not reached");
@@ -122,44 +172,113 @@ fn kernel_panic_is_a_crash_with_the_trace_and_the_test() {
 
 /// The cell directory of BASE in a fault run.
 fn out_dir_of(_r: &Ran, name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name).join("cells").join(BASE.replace('/', "__"))
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(name)
+        .join("cells")
+        .join(BASE.replace('/', "__"))
 }
 
 #[test]
 fn repeat_boots_pool_benchmark_samples_by_boot() {
-    let r = faults("boots", &["--cell", BASE, "--test", "seccomp_notify", "--test", "after", "--boots", "2"], &[]);
+    let r = faults(
+        "boots",
+        &[
+            "--cell",
+            BASE,
+            "--test",
+            "seccomp_notify",
+            "--test",
+            "after",
+            "--boots",
+            "2",
+        ],
+        &[],
+    );
     let c = cell(&r);
     assert_eq!(c["outcome"], "pass", "{c}");
     assert_eq!(test(c, "after")["outcome"], "pass");
     let dir = out_dir_of(&r, "boots");
-    for f in ["console.log", "results.log", "console.boot2.log", "results.boot2.log"] {
+    for f in [
+        "console.log",
+        "results.log",
+        "console.boot2.log",
+        "results.boot2.log",
+    ] {
         assert!(dir.join(f).exists(), "{f} missing in {}", dir.display());
     }
     // Each boot's samples, in order: the bench's default 5 per configuration.
-    let m = c["metrics"].as_array().unwrap().iter().find(|m| m["name"] == "seccomp_notify.sync.unpinned").unwrap();
+    let m = c["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "seccomp_notify.sync.unpinned")
+        .unwrap();
     assert_eq!(m["boot_sizes"], serde_json::json!([5, 5]), "{m}");
     assert_eq!(m["samples"].as_array().unwrap().len(), 10);
-    let within = r.run.as_ref().unwrap()["comparisons"].as_array().unwrap().iter().find(|x| x["kind"] == "within").cloned().unwrap();
-    assert_eq!((within["boots_base"].as_u64(), within["boots_new"].as_u64()), (Some(2), Some(2)), "{within}");
+    let within = r.run.as_ref().unwrap()["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "within")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (within["boots_base"].as_u64(), within["boots_new"].as_u64()),
+        (Some(2), Some(2)),
+        "{within}"
+    );
 }
 
 #[test]
 fn guest_hanging_at_boot_is_a_timeout_with_the_console_tail() {
-    let r = faults("boot-hang", &["--cell", BASE, "--test", "after", "--cmdline", "kmatrix.hang_boot", "--cell-timeout", "40"], &[]);
+    let r = faults(
+        "boot-hang",
+        &[
+            "--cell",
+            BASE,
+            "--test",
+            "after",
+            "--cmdline",
+            "kmatrix.hang_boot",
+            "--cell-timeout",
+            "40",
+        ],
+        &[],
+    );
     let c = cell(&r);
     assert_eq!(c["outcome"], "timeout", "{c}");
-    assert!(evidence(c).contains("hanging before the first report"), "{}", evidence(c));
+    assert!(
+        evidence(c).contains("hanging before the first report"),
+        "{}",
+        evidence(c)
+    );
     assert!(r.secs < 120.0);
 }
 
 #[test]
 fn console_flood_is_capped_and_the_run_continues() {
-    let r = faults("flood", &["--cell", BASE, "--test", "flood", "--test", "after"], &[("KMATRIX_CONSOLE_CAP", "200000")]);
+    let r = faults(
+        "flood",
+        &["--cell", BASE, "--test", "flood", "--test", "after"],
+        &[("KMATRIX_CONSOLE_CAP", "200000")],
+    );
     let c = cell(&r);
     let console = std::fs::read_to_string(c["logs"]["console"].as_str().unwrap()).unwrap();
-    let tail: String = console.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+    let tail: String = console
+        .chars()
+        .rev()
+        .take(2000)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
     assert!(console.len() < 200_200, "{}", console.len());
-    assert!(console.contains("console truncated at 200000 bytes"), "console is {} bytes; tests {}; tail:\n{tail}", console.len(), c["tests"]);
+    assert!(
+        console.contains("console truncated at 200000 bytes"),
+        "console is {} bytes; tests {}; tail:\n{tail}",
+        console.len(),
+        c["tests"]
+    );
     assert!(evidence(c).contains("truncated"));
     assert_eq!(test(c, "flood")["outcome"], "pass");
     assert_eq!(test(c, "after")["outcome"], "pass");
@@ -167,10 +286,18 @@ fn console_flood_is_capped_and_the_run_continues() {
 
 #[test]
 fn missing_qemu_is_an_infra_error_naming_the_command() {
-    let r = faults("no-qemu", &["--cell", BASE, "--test", "after"], &[("KMATRIX_QEMU_DIR", "/nonexistent")]);
+    let r = faults(
+        "no-qemu",
+        &["--cell", BASE, "--test", "after"],
+        &[("KMATRIX_QEMU_DIR", "/nonexistent")],
+    );
     let c = cell(&r);
     assert_eq!(c["outcome"], "infra-error", "{c}");
-    assert!(evidence(c).contains("/nonexistent/qemu-system-x86_64"), "{}", evidence(c));
+    assert!(
+        evidence(c).contains("/nonexistent/qemu-system-x86_64"),
+        "{}",
+        evidence(c)
+    );
 }
 
 #[test]
@@ -199,7 +326,10 @@ fn compile_error_is_a_build_error_with_the_first_error() {
     let c = cell(&r);
     assert_eq!(c["outcome"], "build-error", "{c}");
     let ev = evidence(c);
-    assert!(ev.contains("init/version.c") && ev.contains("injected build failure"), "{ev}");
+    assert!(
+        ev.contains("init/version.c") && ev.contains("injected build failure"),
+        "{ev}"
+    );
     assert!(Path::new(c["logs"]["build"].as_str().unwrap()).exists());
 }
 
@@ -207,11 +337,17 @@ fn compile_error_is_a_build_error_with_the_first_error() {
 fn bad_matrix_is_refused_before_any_work() {
     let dir = out_dir("bad-matrix");
     std::fs::create_dir_all(&dir).unwrap();
-    let text = std::fs::read_to_string(repo().join("matrix.toml")).unwrap().replace("smp = 2", "smp = 2\nsmpp = 3");
+    let text = std::fs::read_to_string(repo().join("matrix.toml"))
+        .unwrap()
+        .replace("smp = 2", "smp = 2\nsmpp = 3");
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, text).unwrap();
     let t = Instant::now();
-    let o = xtask().args(["matrix", "--no-setup", "--matrix"]).arg(&bad).output().unwrap();
+    let o = xtask()
+        .args(["matrix", "--no-setup", "--matrix"])
+        .arg(&bad)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2));
     assert!(err.contains("bad.toml:") && err.contains("smpp"), "{err}");
@@ -224,8 +360,24 @@ fn sigint_stops_qemu_and_keeps_finished_cells() {
     let out = out_dir("sigint");
     let marker = format!("kmatrix.sigint_test={}", std::process::id());
     let mut child = xtask()
-        .args(["matrix", "--matrix", "tests/faults/faults.toml", "--cell", BASE, "--cell", OTHER])
-        .args(["--test", "after", "--test", "hang", "--cmdline", &marker, "--out"])
+        .args([
+            "matrix",
+            "--matrix",
+            "tests/faults/faults.toml",
+            "--cell",
+            BASE,
+            "--cell",
+            OTHER,
+        ])
+        .args([
+            "--test",
+            "after",
+            "--test",
+            "hang",
+            "--cmdline",
+            &marker,
+            "--out",
+        ])
         .arg(&out)
         .stderr(Stdio::piped())
         .spawn()
@@ -253,19 +405,34 @@ fn sigint_stops_qemu_and_keeps_finished_cells() {
     std::thread::sleep(Duration::from_millis(500));
     let left = qemu_with(&marker);
     assert!(left.is_empty(), "QEMU left running: pids {left:?}");
-    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    let ids: Vec<&str> = run["cells"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = run["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, [OTHER]);
     // --resume finishes the interrupted run without redoing the first cell.
     let o = xtask()
-        .args(["matrix", "--matrix", "tests/faults/faults.toml", "--cell", BASE, "--cell", OTHER])
+        .args([
+            "matrix",
+            "--matrix",
+            "tests/faults/faults.toml",
+            "--cell",
+            BASE,
+            "--cell",
+            OTHER,
+        ])
         .args(["--test", "after", "--resume"])
         .arg(&out)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("already in results.json"), "{err}");
-    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(run["cells"].as_array().unwrap().len(), 2);
 }
 
@@ -274,7 +441,9 @@ fn sigint_stops_qemu_and_keeps_finished_cells() {
 fn qemu_with(marker: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
         if cmd.contains("qemu-system") && cmd.contains(marker) {
@@ -293,9 +462,17 @@ extern "C" {
 fn busy_cache_is_refused_with_no_wait() {
     let _guard = serial();
     let cache = cache_root();
-    let mut holder = Command::new("flock").arg(cache.join("lock")).args(["sleep", "30"]).spawn().unwrap();
+    let mut holder = Command::new("flock")
+        .arg(cache.join("lock"))
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let o = xtask().args(["matrix", "--no-setup", "--no-wait", "--cell", BASE, "--out"]).arg(out_dir("lock")).output().unwrap();
+    let o = xtask()
+        .args(["matrix", "--no-setup", "--no-wait", "--cell", BASE, "--out"])
+        .arg(out_dir("lock"))
+        .output()
+        .unwrap();
     let _ = holder.kill();
     let _ = holder.wait();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -319,7 +496,11 @@ fn corrupt_cached_kernel_is_detected_and_rebuilt() {
     bytes[n / 2] ^= 0xff;
     std::fs::write(&image, bytes).unwrap();
     let second = faults_unlocked("corrupt-2", &["--cell", BASE, "--test", "after"], &[]);
-    assert!(second.stderr.contains("corrupt cache entry"), "{}", second.stderr);
+    assert!(
+        second.stderr.contains("corrupt cache entry"),
+        "{}",
+        second.stderr
+    );
     let c = cell(&second);
     assert_eq!(c["outcome"], "pass", "{c}");
     assert_eq!(c["timings"]["build_cached"], false);

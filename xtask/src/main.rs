@@ -4,25 +4,20 @@
 //! Exit codes: 0 every cell as expected, 1 some cell differs from its
 //! expectation, 2 the harness could not run (bad input, missing tools).
 
-mod cache;
-mod compare;
-mod console;
-mod cpio;
-mod expect;
-mod guest;
-mod guestlog;
-mod kbuild;
-mod ktap;
-mod matrix;
-mod qemu;
+mod analyze;
+mod boot;
+mod build;
+mod host;
+mod kinds;
+mod plan;
 mod report;
-mod results;
 mod runner;
-mod setup;
-mod signals;
-mod source;
-mod stats;
-mod ui;
+mod schema;
+
+use host::{cache, setup, signals, ui};
+use plan::matrix;
+use report::compare;
+use schema as results;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -31,7 +26,10 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "Build, boot and test kernel patch series in QEMU")]
+#[command(
+    name = "cargo xtask",
+    about = "Build, boot and test kernel patch series in QEMU"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -122,12 +120,20 @@ fn main() -> ExitCode {
         eprintln!("error: cannot enter {}: {e}", root.display());
         return ExitCode::from(2);
     }
+    if let Err(e) = boot::accel::forced() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let r = match cli.cmd {
         Cmd::Matrix(a) => cmd_matrix(&root, a),
         Cmd::Boot { cell, matrix } => cmd_boot(&root, &cell, &matrix).map(|_| 0),
         Cmd::Setup => setup::ensure(&[]).map(|_| 0),
         Cmd::List { matrix, json } => cmd_list(&matrix, json).map(|_| 0),
-        Cmd::Compare { run_dir, matrix, fail_on_regression } => cmd_compare(&root, run_dir, &matrix, fail_on_regression),
+        Cmd::Compare {
+            run_dir,
+            matrix,
+            fail_on_regression,
+        } => cmd_compare(&root, run_dir, &matrix, fail_on_regression),
     };
     match r {
         Ok(code) => ExitCode::from(code),
@@ -139,11 +145,15 @@ fn main() -> ExitCode {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn load_matrix(path: &Path) -> Result<matrix::Matrix> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     matrix::Matrix::parse(&path.display().to_string(), &text)
 }
 
@@ -159,7 +169,10 @@ fn debian_packages(m: &matrix::Matrix) -> Vec<String> {
 
 /// UTC `YYYYmmdd-HHMMSS` without a date crate (days-from-civil inverse).
 fn timestamp() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     let z = days + 719468;
     let era = z.div_euclid(146097);
@@ -170,15 +183,31 @@ fn timestamp() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 fn host_info() -> results::Host {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default().trim().to_string();
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
     let qemu = std::process::Command::new("qemu-system-x86_64")
         .arg("--version")
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or("").to_string())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
         .unwrap_or_default();
     results::Host {
         hostname: read("/proc/sys/kernel/hostname"),
@@ -190,7 +219,13 @@ fn host_info() -> results::Host {
 
 fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     let m = load_matrix(&a.matrix)?;
-    let filters = matrix::Filters { arch: a.arch, kernel: a.kernel, variant: a.variant, test: a.test, cell: a.cell };
+    let filters = matrix::Filters {
+        arch: a.arch,
+        kernel: a.kernel,
+        variant: a.variant,
+        test: a.test,
+        cell: a.cell,
+    };
     let cells = m.cells(&filters)?;
     if !a.no_setup {
         setup::ensure(&debian_packages(&m))?;
@@ -211,18 +246,38 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     std::fs::create_dir_all(&run_dir)?;
     let run_dir = std::fs::canonicalize(&run_dir)?;
     let results_path = run_dir.join("results.json");
-    // An existing results.json in --out is extended: cells re-run replace theirs.
-    let mut run = results::Run::load(&results_path).unwrap_or(results::Run {
-        schema: results::SCHEMA_VERSION,
-        started: timestamp(),
-        host: host_info(),
-        matrix: a.matrix.display().to_string(),
-        cells: vec![],
-        comparisons: vec![],
-    });
+    // An existing results.json in --out/--resume is extended: cells re-run
+    // replace theirs. One that cannot be read is never replaced: its
+    // finished cells would be lost.
+    let mut run = if results_path.exists() {
+        match results::Run::load(&results_path) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!(
+                    "error: {e:#}\nrefusing to overwrite {}: it holds results this version cannot read. Move it away, or pick another --out.",
+                    results_path.display()
+                );
+                return Ok(2);
+            }
+        }
+    } else {
+        results::Run {
+            schema: results::SCHEMA_VERSION,
+            started: timestamp(),
+            host: host_info(),
+            matrix: a.matrix.display().to_string(),
+            cells: vec![],
+            comparisons: vec![],
+        }
+    };
     let ui = ui::Ui::new();
-    ui.println(&format!("kmatrix: {} cells, cache {}, results {}", cells.len(), cache.root.display(), run_dir.display()));
-    let mut ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, run_dir.clone(), &ui);
+    ui.println(&format!(
+        "kmatrix: {} cells, cache {}, results {}",
+        cells.len(),
+        cache.root.display(),
+        run_dir.display()
+    ));
+    let mut ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, run_dir.clone());
     ctx.extra_cmdline = a.cmdline;
     ctx.cell_timeout_s = a.cell_timeout;
     ctx.boots = a.boots;
@@ -235,60 +290,54 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
             cu.finish("already in results.json (--resume): skipped");
             continue;
         }
-        let mut r = runner::run_cell(&ctx, cell, &cu);
-        let mut attempt = 0;
-        while !r.as_expected && attempt < a.retries && !signals::interrupted() && retryable(r.outcome) {
-            attempt += 1;
-            cu.note(&format!("{} not as expected ({}); retry {attempt} of {}", cell.id(), r.outcome, a.retries));
-            // Keep the failed attempt's logs beside the retry's.
-            let dir = ctx.cell_dir(cell);
-            let kept = PathBuf::from(format!("{}.attempt{attempt}", dir.display()));
-            let _ = std::fs::rename(&dir, &kept);
-            let again = runner::run_cell(&ctx, cell, &cu);
-            if again.as_expected {
-                let first = r;
-                r = again;
-                r.outcome = results::Outcome::Flaky;
-                r.evidence.insert(0, results::Evidence {
-                    what: format!("flaky: attempt 1 was {} and attempt {} was as expected", first.outcome, attempt + 1),
-                    excerpt: first.mismatches.join("\n"),
-                    path: Some(kept.join("console.log")),
-                });
-            } else {
-                r = again;
-            }
-        }
+        let r = runner::run_cell_with_retries(&ctx, cell, a.retries, &cu);
         let t = &r.timings;
         cu.finish(&format!(
-            "{}{} (source {:.1}s, config {:.1}s, build {}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s)",
+            "{}{} (source {:.1}s, config {:.1}s, build {}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s; {})",
             r.outcome,
             if r.as_expected { "" } else { " NOT AS EXPECTED" },
             t.source_s,
             t.config_s,
-            if t.build_cached { "cached".to_string() } else { format!("{:.1}s", t.build_s) },
+            if t.build_cached {
+                "cached".to_string()
+            } else {
+                format!("{:.1}s{}", t.build_s, if t.build_incremental { " incremental" } else { "" })
+            },
             t.rootfs_s,
             t.boot_s,
-            t.guest_s
+            t.guest_s,
+            r.accel
         ));
         if signals::interrupted() {
             // Whatever this cell shows was caused by the interruption.
-            ui.println(&format!("{}: interrupted; not recorded (finish it with --resume {})", cell.id(), run_dir.display()));
+            ui.println(&format!(
+                "{}: interrupted; not recorded (finish it with --resume {})",
+                cell.id(),
+                run_dir.display()
+            ));
             break;
         }
         run.upsert(r);
         run.comparisons = compare::compare(&run, &m);
         run.save(&results_path)?;
     }
-    let summary = report::markdown(&run) + &compare::markdown(&run.comparisons);
+    let summary = report::markdown::markdown(&run) + &compare::markdown(&run.comparisons);
     std::fs::write(run_dir.join("summary.md"), &summary)?;
     println!("{summary}");
     println!("results: {}", results_path.display());
     if signals::interrupted() {
-        eprintln!("interrupted: results so far saved in {}", results_path.display());
+        eprintln!(
+            "interrupted: results so far saved in {}",
+            results_path.display()
+        );
         return Ok(2);
     }
     let selected: Vec<String> = cells.iter().map(|c| c.id()).collect();
-    let bad: Vec<&results::CellResult> = run.cells.iter().filter(|c| selected.contains(&c.id) && !c.as_expected).collect();
+    let bad: Vec<&results::CellResult> = run
+        .cells
+        .iter()
+        .filter(|c| selected.contains(&c.id) && !c.as_expected)
+        .collect();
     for c in &bad {
         for mm in &c.mismatches {
             eprintln!("MISMATCH {mm}");
@@ -300,24 +349,34 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     Ok(if bad.is_empty() { 0 } else { 1 })
 }
 
-/// Only outcomes a reboot could change are worth a retry.
-fn retryable(o: results::Outcome) -> bool {
-    matches!(o, results::Outcome::Fail | results::Outcome::Crash | results::Outcome::Timeout)
-}
-
 fn report_regressions(cs: &[compare::Comparison]) -> bool {
     let mut any = false;
-    for c in cs.iter().filter(|c| c.verdict == compare::Verdict::Regressed) {
+    for c in cs
+        .iter()
+        .filter(|c| c.verdict == compare::Verdict::Regressed)
+    {
         eprintln!(
             "REGRESSION {} {} vs {} {}: {:+.1}% [{:+.1}%, {:+.1}%], p={:.4}",
-            c.new_cell, c.new_metric, c.base_cell, c.base_metric, c.pct_change, c.ci95_lo, c.ci95_hi, c.p_value
+            c.new_cell,
+            c.new_metric,
+            c.base_cell,
+            c.base_metric,
+            c.pct_change,
+            c.ci95_lo,
+            c.ci95_hi,
+            c.p_value
         );
         any = true;
     }
     any
 }
 
-fn cmd_compare(root: &Path, run_dir: Option<PathBuf>, matrix_path: &Path, fail_on_regression: bool) -> Result<u8> {
+fn cmd_compare(
+    root: &Path,
+    run_dir: Option<PathBuf>,
+    matrix_path: &Path,
+    fail_on_regression: bool,
+) -> Result<u8> {
     let m = load_matrix(matrix_path)?;
     let dir = run_dir.unwrap_or_else(|| root.join("results/latest"));
     let path = dir.join("results.json");
@@ -325,13 +384,30 @@ fn cmd_compare(root: &Path, run_dir: Option<PathBuf>, matrix_path: &Path, fail_o
     run.comparisons = compare::compare(&run, &m);
     run.save(&path)?;
     let table = compare::markdown(&run.comparisons);
-    println!("{}", if table.is_empty() { "no metric appears in two variants or a declared pair".to_string() } else { table });
-    Ok(if fail_on_regression && report_regressions(&run.comparisons) { 1 } else { 0 })
+    println!(
+        "{}",
+        if table.is_empty() {
+            "no metric appears in two variants or a declared pair".to_string()
+        } else {
+            table
+        }
+    );
+    Ok(
+        if fail_on_regression && report_regressions(&run.comparisons) {
+            1
+        } else {
+            0
+        },
+    )
 }
 
 fn cmd_list(matrix_path: &Path, json: bool) -> Result<()> {
     let m = load_matrix(matrix_path)?;
-    let ids: Vec<String> = m.cells(&matrix::Filters::default())?.iter().map(|c| c.id()).collect();
+    let ids: Vec<String> = m
+        .cells(&matrix::Filters::default())?
+        .iter()
+        .map(|c| c.id())
+        .collect();
     if json {
         println!("{}", serde_json::to_string(&ids)?);
     } else {
@@ -344,13 +420,16 @@ fn cmd_list(matrix_path: &Path, json: bool) -> Result<()> {
 
 fn cmd_boot(root: &Path, id: &str, matrix_path: &Path) -> Result<()> {
     let m = load_matrix(matrix_path)?;
-    let filters = matrix::Filters { cell: vec![id.to_string()], ..Default::default() };
+    let filters = matrix::Filters {
+        cell: vec![id.to_string()],
+        ..Default::default()
+    };
     let cells = m.cells(&filters)?;
     let cell = &cells[0];
     let cache = cache::Cache::open(cache::default_root(), true)?;
     let dir = std::env::temp_dir().join(format!("kmatrix-boot-{}", std::process::id()));
     let ui = ui::Ui::new();
-    let ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, dir, &ui);
+    let ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, dir);
     let cu = ui.cell(1, 1, &cell.id());
     runner::boot_interactive(&ctx, cell, &cu)
 }

@@ -1,6 +1,6 @@
 //! Progress: an indicatif spinner per cell on a terminal; plain, timestamped
-//! lines in a CI log. The runner only calls these methods; nothing here
-//! decides anything.
+//! lines in a CI log. A consumer of the runner's events (runner::events);
+//! nothing here decides anything.
 
 use std::time::{Duration, Instant};
 
@@ -21,9 +21,18 @@ pub struct CellUi<'a> {
 
 impl Ui {
     pub fn new() -> Ui {
-        let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr()) || std::env::var_os("CI").is_some();
-        let mp = MultiProgress::with_draw_target(if plain { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() });
-        Ui { mp, plain, start: Instant::now() }
+        let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr())
+            || std::env::var_os("CI").is_some();
+        let mp = MultiProgress::with_draw_target(if plain {
+            ProgressDrawTarget::hidden()
+        } else {
+            ProgressDrawTarget::stderr()
+        });
+        Ui {
+            mp,
+            plain,
+            start: Instant::now(),
+        }
     }
 
     /// A line above the bars (or in the log).
@@ -37,12 +46,31 @@ impl Ui {
 
     pub fn cell(&self, index: usize, total: usize, id: &str) -> CellUi<'_> {
         let pb = self.mp.add(ProgressBar::new_spinner());
-        pb.set_style(ProgressStyle::with_template("{spinner} {prefix:.bold} {elapsed:>4} {wide_msg}").unwrap());
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} {prefix:.bold} {elapsed:>4} {wide_msg}")
+                .unwrap(),
+        );
         pb.set_prefix(format!("[{index}/{total}] {id}"));
         if !self.plain {
             pb.enable_steady_tick(Duration::from_millis(200));
         }
-        CellUi { ui: self, pb, tag: format!("[{index}/{total}] {id}"), phase: std::sync::Mutex::new((String::new(), Instant::now())) }
+        CellUi {
+            ui: self,
+            pb,
+            tag: format!("[{index}/{total}] {id}"),
+            phase: std::sync::Mutex::new((String::new(), Instant::now())),
+        }
+    }
+}
+
+impl crate::runner::events::Sink for CellUi<'_> {
+    fn event(&self, e: crate::runner::events::Event<'_>) {
+        use crate::runner::events::Event;
+        match e {
+            Event::Phase { phase, what, .. } => self.phase(&phase.to_string(), what),
+            Event::Detail { line, .. } => self.detail(line),
+            Event::Note { text, .. } => self.note(text),
+        }
     }
 }
 

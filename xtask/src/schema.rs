@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped when a change would make an older reader misread a document.
+/// 2: evidence kinds, accel_reason / kvm_given_up, build_incremental.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -58,7 +60,7 @@ pub struct Run {
     pub cells: Vec<CellResult>,
     /// A/B comparisons of metrics (compare.rs), refreshed after every cell.
     #[serde(default)]
-    pub comparisons: Vec<crate::compare::Comparison>,
+    pub comparisons: Vec<crate::report::compare::Comparison>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -78,6 +80,14 @@ pub struct CellResult {
     pub config: String,
     /// `kvm` or `tcg,thread=multi`...: a crash under TCG may be the emulator's.
     pub accel: String,
+    /// Why this accelerator: the probe's verdict, KMATRIX_ACCEL, or why KVM
+    /// was given up for this cell (QEMU died under it before the guest's
+    /// first report; the cell was booted again under TCG).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accel_reason: Option<String>,
+    /// Set when this cell started under KVM and fell back to TCG.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kvm_given_up: Option<String>,
     pub outcome: Outcome,
     /// Does the outcome match what matrix.toml expects? Each mismatch listed.
     pub as_expected: bool,
@@ -100,8 +110,33 @@ pub struct CellResult {
     pub build_key: String,
 }
 
+/// What a piece of evidence is, so reports and CI annotations can group
+/// and filter without reading its text.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvidenceKind {
+    /// A kernel splat on the console (panic, oops, BUG, WARNING, ...).
+    Splat,
+    /// The guest stopped, hung, or never reported.
+    Guest,
+    /// QEMU itself failed (abort, assertion, signal, bad arguments).
+    Qemu,
+    /// The accelerator changed (KVM given up for TCG).
+    Accel,
+    /// A host step failed: patch, config, build, guest compile.
+    Host,
+    /// A bug or failure of the harness itself.
+    Harness,
+    /// Earlier attempts and boots (retries, flaky).
+    Attempt,
+    #[default]
+    Other,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Evidence {
+    #[serde(default)]
+    pub kind: EvidenceKind,
     pub what: String,
     pub excerpt: String,
     pub path: Option<PathBuf>,
@@ -161,6 +196,8 @@ impl CellResult {
             arch: part(2),
             config: part(3),
             accel: String::new(),
+            accel_reason: None,
+            kvm_given_up: None,
             outcome,
             as_expected: false,
             mismatches: vec![],
@@ -178,7 +215,8 @@ impl CellResult {
 impl Metric {
     /// The samples split by boot (one slice when there was one boot).
     pub fn by_boot(&self) -> Vec<&[f64]> {
-        if self.boot_sizes.iter().sum::<usize>() != self.samples.len() || self.boot_sizes.len() < 2 {
+        if self.boot_sizes.iter().sum::<usize>() != self.samples.len() || self.boot_sizes.len() < 2
+        {
             return vec![&self.samples[..]];
         }
         let mut out = Vec::new();
@@ -197,6 +235,10 @@ pub struct Timings {
     pub config_s: f64,
     pub build_s: f64,
     pub build_cached: bool,
+    /// Built in the kernel/arch/config's persistent O= dir over an earlier
+    /// variant's build (make rebuilt only what changed), not cold.
+    #[serde(default)]
+    pub build_incremental: bool,
     pub rootfs_s: f64,
     pub boot_s: f64,
     /// Guest time from init start to the last test's end (guest clock).
@@ -224,7 +266,8 @@ pub struct Reproduce {
 
 impl Run {
     pub fn load(path: &Path) -> Result<Run> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
     }
 
@@ -251,10 +294,19 @@ mod tests {
 
     #[test]
     fn outcome_names_are_kebab_case_in_json() {
-        let s = serde_json::to_string(&[Outcome::BuildError, Outcome::ApplyError, Outcome::Pass]).unwrap();
+        let s = serde_json::to_string(&[Outcome::BuildError, Outcome::ApplyError, Outcome::Pass])
+            .unwrap();
         assert_eq!(s, r#"["build-error","apply-error","pass"]"#);
-        for o in [Outcome::ConfigError, Outcome::InfraError, Outcome::Timeout, Outcome::Flaky] {
-            assert_eq!(serde_json::to_string(&o).unwrap(), format!("\"{}\"", o.as_str()));
+        for o in [
+            Outcome::ConfigError,
+            Outcome::InfraError,
+            Outcome::Timeout,
+            Outcome::Flaky,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&o).unwrap(),
+                format!("\"{}\"", o.as_str())
+            );
         }
     }
 

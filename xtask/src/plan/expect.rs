@@ -4,13 +4,15 @@
 //! `[[expect]]` entry overrides that for a test or a single case. Crashes,
 //! timeouts and build/apply/config/infra errors are always mismatches.
 
-use crate::matrix::{Expect, ExpectedOutcome};
-use crate::results::{CellResult, Outcome};
+use crate::plan::matrix::{Expect, ExpectedOutcome};
+use crate::schema::{CellResult, Outcome};
 
 fn matches(expected: ExpectedOutcome, got: Outcome) -> bool {
     matches!(
         (expected, got),
-        (ExpectedOutcome::Pass, Outcome::Pass) | (ExpectedOutcome::Fail, Outcome::Fail) | (ExpectedOutcome::Skip, Outcome::Skip)
+        (ExpectedOutcome::Pass, Outcome::Pass)
+            | (ExpectedOutcome::Fail, Outcome::Fail)
+            | (ExpectedOutcome::Skip, Outcome::Skip)
     )
 }
 
@@ -29,7 +31,10 @@ pub fn wildcard(pattern: &str, name: &str) -> bool {
         return pattern == name;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || !name[first.len()..].ends_with(last) || name.len() < first.len() + last.len() {
+    if !name.starts_with(first)
+        || !name[first.len()..].ends_with(last)
+        || name.len() < first.len() + last.len()
+    {
         return false;
     }
     let mut rest = &name[first.len()..name.len() - last.len()];
@@ -48,42 +53,84 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
     match cell.outcome {
         Outcome::Pass | Outcome::Fail | Outcome::Flaky => {}
         o => {
-            let why = cell.evidence.first().map_or(String::new(), |e| format!(": {}", e.what));
+            let why = cell
+                .evidence
+                .first()
+                .map_or(String::new(), |e| format!(": {}", e.what));
             out.push(format!("{}: cell outcome {o}{why}", cell.id));
             return (false, out);
         }
     }
     for t in &cell.tests {
-        let test_expect = expects.iter().find(|e| e.test.get_ref() == &t.name && e.case.is_none());
+        let test_expect = expects
+            .iter()
+            .find(|e| e.test.get_ref() == &t.name && e.case.is_none());
         let mut explained_by_cases = false;
         for c in &t.cases {
-            let e = expects.iter().find(|e| e.test.get_ref() == &t.name && e.case.as_deref().is_some_and(|p| wildcard(p, &c.name)));
-            let want = e.map(|e| e.outcome).or(test_expect.map(|e| e.outcome)).unwrap_or(ExpectedOutcome::Pass);
+            let e = expects.iter().find(|e| {
+                e.test.get_ref() == &t.name
+                    && e.case.as_deref().is_some_and(|p| wildcard(p, &c.name))
+            });
+            let want = e
+                .map(|e| e.outcome)
+                .or(test_expect.map(|e| e.outcome))
+                .unwrap_or(ExpectedOutcome::Pass);
             if matches(want, c.outcome) {
                 explained_by_cases |= c.outcome == Outcome::Fail;
             } else {
-                let reason = c.reason.as_deref().map_or(String::new(), |r| format!(" ({r})"));
-                out.push(format!("{} {}/{}: {}{reason}, expected {}", cell.id, t.name, c.name, c.outcome, name(want)));
+                let reason = c
+                    .reason
+                    .as_deref()
+                    .map_or(String::new(), |r| format!(" ({r})"));
+                out.push(format!(
+                    "{} {}/{}: {}{reason}, expected {}",
+                    cell.id,
+                    t.name,
+                    c.name,
+                    c.outcome,
+                    name(want)
+                ));
             }
         }
         for e in expects.iter().filter(|e| e.test.get_ref() == &t.name) {
             if let Some(case) = &e.case {
                 if !t.cases.iter().any(|c| wildcard(case, &c.name)) {
-                    out.push(format!("{} {}/{case}: did not run, expected {} ({})", cell.id, t.name, name(e.outcome), e.reason));
+                    out.push(format!(
+                        "{} {}/{case}: did not run, expected {} ({})",
+                        cell.id,
+                        t.name,
+                        name(e.outcome),
+                        e.reason
+                    ));
                 }
             }
         }
         let want = test_expect.map_or(ExpectedOutcome::Pass, |e| e.outcome);
         // A test that failed only through expected case failures is fine.
-        let test_ok = matches(want, t.outcome) || (t.outcome == Outcome::Fail && explained_by_cases && t.failed_by_cases);
+        let test_ok = matches(want, t.outcome)
+            || (t.outcome == Outcome::Fail && explained_by_cases && t.failed_by_cases);
         if !test_ok {
-            let reason = t.reason.as_deref().map_or(String::new(), |r| format!(" ({r})"));
-            out.push(format!("{} {}: {}{reason}, expected {}", cell.id, t.name, t.outcome, name(want)));
+            let reason = t
+                .reason
+                .as_deref()
+                .map_or(String::new(), |r| format!(" ({r})"));
+            out.push(format!(
+                "{} {}: {}{reason}, expected {}",
+                cell.id,
+                t.name,
+                t.outcome,
+                name(want)
+            ));
         }
     }
     for e in expects {
         if !cell.tests.iter().any(|t| &t.name == e.test.get_ref()) {
-            out.push(format!("{} {}: did not run, expected {}", cell.id, e.test.get_ref(), name(e.outcome)));
+            out.push(format!(
+                "{} {}: did not run, expected {}",
+                cell.id,
+                e.test.get_ref(),
+                name(e.outcome)
+            ));
         }
     }
     if cell.outcome == Outcome::Fail && out.is_empty() && !cell.evidence.is_empty() {
@@ -96,8 +143,8 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::Matrix;
-    use crate::results::*;
+    use crate::plan::matrix::Matrix;
+    use crate::schema::*;
 
     fn matrix() -> Matrix {
         let text = r#"
@@ -128,10 +175,21 @@ reason = "no feature"
         CellResult {
             tests: vec![TestResult {
                 name: "t".into(),
-                outcome: if failed > 0 { Outcome::Fail } else { Outcome::Pass },
+                outcome: if failed > 0 {
+                    Outcome::Fail
+                } else {
+                    Outcome::Pass
+                },
                 reason: (failed > 0).then(|| format!("{failed} of {} cases failed", cases.len())),
                 duration_s: None,
-                cases: cases.iter().map(|(n, o)| CaseResult { name: n.to_string(), outcome: *o, reason: None }).collect(),
+                cases: cases
+                    .iter()
+                    .map(|(n, o)| CaseResult {
+                        name: n.to_string(),
+                        outcome: *o,
+                        reason: None,
+                    })
+                    .collect(),
                 failed_by_cases: failed > 0,
             }],
             ..CellResult::blank("k/base/x86_64/c", outcome)
@@ -142,7 +200,13 @@ reason = "no feature"
     fn expected_failure_is_as_expected() {
         let m = matrix();
         let e: Vec<&Expect> = m.expect.iter().collect();
-        let (ok, mm) = check(&cell(&[("a", Outcome::Pass), ("sync", Outcome::Fail)], Outcome::Fail), &e);
+        let (ok, mm) = check(
+            &cell(
+                &[("a", Outcome::Pass), ("sync", Outcome::Fail)],
+                Outcome::Fail,
+            ),
+            &e,
+        );
         assert!(ok, "{mm:?}");
     }
 
@@ -150,20 +214,38 @@ reason = "no feature"
     fn unexpected_pass_skip_and_missing_case_are_mismatches() {
         let m = matrix();
         let e: Vec<&Expect> = m.expect.iter().collect();
-        let (ok, mm) = check(&cell(&[("a", Outcome::Pass), ("sync", Outcome::Pass)], Outcome::Pass), &e);
+        let (ok, mm) = check(
+            &cell(
+                &[("a", Outcome::Pass), ("sync", Outcome::Pass)],
+                Outcome::Pass,
+            ),
+            &e,
+        );
         assert!(!ok);
         assert_eq!(mm, ["k/base/x86_64/c t/sync: pass, expected fail"]);
-        let (_, mm) = check(&cell(&[("a", Outcome::Skip), ("sync", Outcome::Fail)], Outcome::Fail), &e);
+        let (_, mm) = check(
+            &cell(
+                &[("a", Outcome::Skip), ("sync", Outcome::Fail)],
+                Outcome::Fail,
+            ),
+            &e,
+        );
         assert_eq!(mm, ["k/base/x86_64/c t/a: skip, expected pass"]);
         let (_, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Pass), &e);
-        assert_eq!(mm, ["k/base/x86_64/c t/sync: did not run, expected fail (no feature)"]);
+        assert_eq!(
+            mm,
+            ["k/base/x86_64/c t/sync: did not run, expected fail (no feature)"]
+        );
     }
 
     #[test]
     fn a_test_cut_short_is_not_explained_by_its_expected_case_failure() {
         let m = matrix();
         let e: Vec<&Expect> = m.expect.iter().collect();
-        let mut c = cell(&[("a", Outcome::Pass), ("sync", Outcome::Fail)], Outcome::Fail);
+        let mut c = cell(
+            &[("a", Outcome::Pass), ("sync", Outcome::Fail)],
+            Outcome::Fail,
+        );
         c.tests[0].failed_by_cases = false;
         c.tests[0].reason = Some("output cut short: 2 of 3 cases reported, last was sync".into());
         let (ok, mm) = check(&c, &e);
@@ -173,8 +255,14 @@ reason = "no feature"
 
     #[test]
     fn wildcards() {
-        assert!(wildcard("seccomp_notify.sync.*", "seccomp_notify.sync.same-cpu"));
-        assert!(!wildcard("seccomp_notify.sync.*", "seccomp_notify.default.same-cpu"));
+        assert!(wildcard(
+            "seccomp_notify.sync.*",
+            "seccomp_notify.sync.same-cpu"
+        ));
+        assert!(!wildcard(
+            "seccomp_notify.sync.*",
+            "seccomp_notify.default.same-cpu"
+        ));
         assert!(wildcard("a*b*c", "axxbyyc"));
         assert!(!wildcard("a*b*c", "ac"));
         assert!(wildcard("exact", "exact") && !wildcard("exact", "exactly"));

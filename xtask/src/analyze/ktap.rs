@@ -4,7 +4,7 @@
 //! lines as failure reasons, nested (indented) subtests, `Bail out!`, and a
 //! stream cut short of its plan.
 
-use crate::results::{CaseResult, Outcome};
+use crate::schema::{CaseResult, Outcome};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
@@ -52,11 +52,20 @@ fn parse_result(line: &str) -> Option<(bool, String, Option<String>)> {
             None => (rest, None),
         },
     };
-    Some((ok, name.trim().trim_start_matches("- ").to_string(), directive))
+    Some((
+        ok,
+        name.trim().trim_start_matches("- ").to_string(),
+        directive,
+    ))
 }
 
 pub fn parse(text: &str) -> Parsed {
-    let mut out = Parsed { cases: vec![], planned: None, incomplete: None, totals: None };
+    let mut out = Parsed {
+        cases: vec![],
+        planned: None,
+        incomplete: None,
+        totals: None,
+    };
     // The indentation of the outermost plan/results; deeper lines are subtests.
     let mut level: Option<usize> = None;
     let mut diag: Vec<String> = Vec::new();
@@ -94,7 +103,9 @@ pub fn parse(text: &str) -> Parsed {
             level.get_or_insert(indent);
             let upper = directive.as_deref().map(str::to_ascii_uppercase);
             let (outcome, reason) = match (ok, upper.as_deref()) {
-                (_, Some(d)) if d.starts_with("SKIP") => (Outcome::Skip, directive.map(|d| d[4..].trim().to_string())),
+                (_, Some(d)) if d.starts_with("SKIP") => {
+                    (Outcome::Skip, directive.map(|d| d[4..].trim().to_string()))
+                }
                 (true, Some(d)) if d.starts_with("XFAIL") => (Outcome::Pass, directive),
                 (true, _) => (Outcome::Pass, None),
                 (false, _) => {
@@ -107,15 +118,25 @@ pub fn parse(text: &str) -> Parsed {
                 (Outcome::Skip, Some(r)) if r.is_empty() => last_lines(&diag, 1),
                 (_, r) => r,
             };
-            out.cases.push(CaseResult { name, outcome, reason });
+            out.cases.push(CaseResult {
+                name,
+                outcome,
+                reason,
+            });
             diag.clear();
         }
     }
     if out.incomplete.is_none() {
         if let Some(n) = out.planned {
             if out.cases.len() < n {
-                let last = out.cases.last().map_or("the start".to_string(), |c| c.name.clone());
-                out.incomplete = Some(format!("output cut short: {} of {n} cases reported, last was {last}", out.cases.len()));
+                let last = out
+                    .cases
+                    .last()
+                    .map_or("the start".to_string(), |c| c.name.clone());
+                out.incomplete = Some(format!(
+                    "output cut short: {} of {n} cases reported, last was {last}",
+                    out.cases.len()
+                ));
             }
         } else if out.cases.is_empty() {
             out.incomplete = Some("no TAP output".to_string());
@@ -139,9 +160,18 @@ mod tests {
 
     #[test]
     fn result_lines() {
-        assert_eq!(parse_result("ok 1 global.kcmp"), Some((true, "global.kcmp".into(), None)));
-        assert_eq!(parse_result("not ok 52 global.user_notification_sync"), Some((false, "global.user_notification_sync".into(), None)));
-        assert_eq!(parse_result("ok 7 TRAP.dfl # SKIP no kcmp"), Some((true, "TRAP.dfl".into(), Some("SKIP no kcmp".into()))));
+        assert_eq!(
+            parse_result("ok 1 global.kcmp"),
+            Some((true, "global.kcmp".into(), None))
+        );
+        assert_eq!(
+            parse_result("not ok 52 global.user_notification_sync"),
+            Some((false, "global.user_notification_sync".into(), None))
+        );
+        assert_eq!(
+            parse_result("ok 7 TRAP.dfl # SKIP no kcmp"),
+            Some((true, "TRAP.dfl".into(), Some("SKIP no kcmp".into())))
+        );
         assert_eq!(parse_result("ok 2 - foo"), Some((true, "foo".into(), None)));
         assert_eq!(parse_result("okay"), None);
     }
@@ -153,16 +183,34 @@ mod tests {
         );
         assert_eq!(p.planned, Some(4));
         assert_eq!(p.incomplete, None);
-        let o: Vec<_> = p.cases.iter().map(|c| (c.name.as_str(), c.outcome)).collect();
-        assert_eq!(o, [("a", Outcome::Pass), ("b", Outcome::Skip), ("c", Outcome::Pass), ("d", Outcome::Fail)]);
+        let o: Vec<_> = p
+            .cases
+            .iter()
+            .map(|c| (c.name.as_str(), c.outcome))
+            .collect();
+        assert_eq!(
+            o,
+            [
+                ("a", Outcome::Pass),
+                ("b", Outcome::Skip),
+                ("c", Outcome::Pass),
+                ("d", Outcome::Fail)
+            ]
+        );
         assert_eq!(p.cases[1].reason.as_deref(), Some("no kcmp available"));
-        assert_eq!(p.cases[3].reason.as_deref(), Some("t.c:12:d:Expected 0 == -1 | d: Test terminated by assertion"));
+        assert_eq!(
+            p.cases[3].reason.as_deref(),
+            Some("t.c:12:d:Expected 0 == -1 | d: Test terminated by assertion")
+        );
     }
 
     #[test]
     fn cut_short_and_bail_out() {
         let p = parse("TAP version 13\n1..3\nok 1 a\n");
-        assert_eq!(p.incomplete.as_deref(), Some("output cut short: 1 of 3 cases reported, last was a"));
+        assert_eq!(
+            p.incomplete.as_deref(),
+            Some("output cut short: 1 of 3 cases reported, last was a")
+        );
         let p = parse("TAP version 13\n1..3\nok 1 a\nBail out! no memory\nok 2 b\n");
         assert_eq!(p.cases.len(), 1);
         assert_eq!(p.incomplete.as_deref(), Some("bailed out: no memory"));
@@ -183,16 +231,31 @@ mod tests {
         assert_eq!(p.incomplete, None);
         assert!(p.planned.unwrap() > 90);
         assert_eq!(p.count(Outcome::Pass), p.planned.unwrap());
-        assert!(p.cases.iter().any(|c| c.name == "global.user_notification_sync" && c.outcome == Outcome::Pass));
+        assert!(p
+            .cases
+            .iter()
+            .any(|c| c.name == "global.user_notification_sync" && c.outcome == Outcome::Pass));
         assert!(p.totals.as_deref().unwrap().contains("fail:0"));
     }
 
     #[test]
     fn real_seccomp_bpf_on_base_fails_only_sync() {
         let p = parse(&fixture("seccomp_bpf-x86_64-base.tap"));
-        let failed: Vec<_> = p.cases.iter().filter(|c| c.outcome != Outcome::Pass).collect();
+        let failed: Vec<_> = p
+            .cases
+            .iter()
+            .filter(|c| c.outcome != Outcome::Pass)
+            .collect();
         assert_eq!(failed.len(), 1, "{failed:?}");
         assert_eq!(failed[0].name, "global.user_notification_sync");
-        assert!(failed[0].reason.as_deref().unwrap().contains("user_notification_sync"), "{:?}", failed[0].reason);
+        assert!(
+            failed[0]
+                .reason
+                .as_deref()
+                .unwrap()
+                .contains("user_notification_sync"),
+            "{:?}",
+            failed[0].reason
+        );
     }
 }

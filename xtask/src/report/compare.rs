@@ -11,9 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::matrix::{Better, Matrix};
-use crate::results::{CellResult, Metric, Run};
-use crate::stats;
+use crate::plan::matrix::{Better, Matrix};
+use crate::report::stats;
+use crate::schema::{CellResult, Metric, Run};
 
 pub const ALPHA: f64 = 0.05;
 const RESAMPLES: usize = 10_000;
@@ -82,7 +82,12 @@ fn one() -> usize {
 }
 
 #[cfg(test)]
-pub fn compare_samples(base: &[f64], new: &[f64], better: Better, min_effect_pct: f64) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
+pub fn compare_samples(
+    base: &[f64],
+    new: &[f64],
+    better: Better,
+    min_effect_pct: f64,
+) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
     compare_boots(&[base], &[new], false, better, min_effect_pct)
 }
 
@@ -93,15 +98,26 @@ pub fn compare_samples(base: &[f64], new: &[f64], better: Better, min_effect_pct
 /// on a side, Mann-Whitney U on the samples; for different boots on both
 /// sides, Welch's t on the log of the per-boot medians, because then the
 /// boot, not the sample, is the unit that was repeated.
-pub fn compare_boots(base_boots: &[&[f64]], new_boots: &[&[f64]], paired: bool, better: Better, min_effect_pct: f64) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
+pub fn compare_boots(
+    base_boots: &[&[f64]],
+    new_boots: &[&[f64]],
+    paired: bool,
+    better: Better,
+    min_effect_pct: f64,
+) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
     let (base, new) = (&base_boots.concat()[..], &new_boots.concat()[..]);
     let sb = stats::summarize(base)?;
     let sn = stats::summarize(new)?;
     let ci = stats::median_change_ci_boots(base_boots, new_boots, paired, 0.95, RESAMPLES, SEED)?;
     let p = match p_test(base_boots, new_boots, paired) {
         PTest::WelchBootMedians => {
-            let log_medians = |bs: &[&[f64]]| bs.iter().map(|b| stats::median(b).ln()).collect::<Vec<f64>>();
-            stats::welch_t(&log_medians(base_boots), &log_medians(new_boots)).map_or(1.0, |(_, _, p)| p)
+            let log_medians = |bs: &[&[f64]]| {
+                bs.iter()
+                    .map(|b| stats::median(b).ln())
+                    .collect::<Vec<f64>>()
+            };
+            stats::welch_t(&log_medians(base_boots), &log_medians(new_boots))
+                .map_or(1.0, |(_, _, p)| p)
         }
         PTest::MannWhitney => stats::mann_whitney_u(base, new)?.p_two_sided,
     };
@@ -136,7 +152,14 @@ fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], paired: bool) -> PTest {
     }
 }
 
-fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, nm: &Metric) -> Option<Comparison> {
+fn make(
+    kind: &str,
+    m: &Matrix,
+    bc: &CellResult,
+    bm: &Metric,
+    nc: &CellResult,
+    nm: &Metric,
+) -> Option<Comparison> {
     if bm.skip.is_some() || nm.skip.is_some() {
         return None;
     }
@@ -144,7 +167,8 @@ fn make(kind: &str, m: &Matrix, bc: &CellResult, bm: &Metric, nc: &CellResult, n
     // Two metrics of one cell come from the same boots: resample them paired.
     let paired = kind == "within";
     let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
-    let (ci, p, verdict, cv_base, cv_new) = compare_boots(&base_boots, &new_boots, paired, better, min_effect_pct)?;
+    let (ci, p, verdict, cv_base, cv_new) =
+        compare_boots(&base_boots, &new_boots, paired, better, min_effect_pct)?;
     Some(Comparison {
         kind: kind.into(),
         base_cell: bc.id.clone(),
@@ -175,7 +199,12 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
     let mut out = Vec::new();
     // Series vs base of the same kernel/arch/config.
     for nc in run.cells.iter().filter(|c| c.variant != "base") {
-        let Some(bc) = run.cells.iter().find(|c| c.variant == "base" && c.kernel == nc.kernel && c.arch == nc.arch && c.config == nc.config) else {
+        let Some(bc) = run.cells.iter().find(|c| {
+            c.variant == "base"
+                && c.kernel == nc.kernel
+                && c.arch == nc.arch
+                && c.config == nc.config
+        }) else {
             continue;
         };
         for nm in &nc.metrics {
@@ -189,7 +218,11 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
         for w in &m.within {
             for bm in c.metrics.iter().filter(|x| x.name.starts_with(&w.base)) {
                 let suffix = &bm.name[w.base.len()..];
-                if let Some(nm) = c.metrics.iter().find(|x| x.name == format!("{}{suffix}", w.new)) {
+                if let Some(nm) = c
+                    .metrics
+                    .iter()
+                    .find(|x| x.name == format!("{}{suffix}", w.new))
+                {
                     out.extend(make("within", m, c, bm, c, nm));
                 }
             }
@@ -205,9 +238,21 @@ pub fn markdown(cs: &[Comparison]) -> String {
     let mut s = String::from("\n## Comparisons\n\n| new | vs base | median base | median new | change | 95% CI | p | verdict |\n|---|---|---|---|---|---|---|---|\n");
     for c in cs {
         let new = format!("{} {}", c.new_cell, c.new_metric);
-        let base = if c.kind == "within" { c.base_metric.clone() } else { c.base_cell.clone() };
-        let boots = if c.boots_base > 1 || c.boots_new > 1 { format!(" ({} vs {} boots)", c.boots_base, c.boots_new) } else { String::new() };
-        let p_note = if c.p_test == PTest::WelchBootMedians { " (Welch, boot medians)" } else { "" };
+        let base = if c.kind == "within" {
+            c.base_metric.clone()
+        } else {
+            c.base_cell.clone()
+        };
+        let boots = if c.boots_base > 1 || c.boots_new > 1 {
+            format!(" ({} vs {} boots)", c.boots_base, c.boots_new)
+        } else {
+            String::new()
+        };
+        let p_note = if c.p_test == PTest::WelchBootMedians {
+            " (Welch, boot medians)"
+        } else {
+            ""
+        };
         s += &format!(
             "| {new} | {base} | {:.3} | {:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%]{boots} | {:.4}{p_note} | {} |\n",
             c.median_base,
@@ -243,18 +288,32 @@ mod tests {
     fn overlap_is_no_change_and_noise_is_flagged() {
         let a = [100.0, 101.0, 99.0, 100.5, 99.5];
         let b = [100.2, 99.8, 100.9, 99.1, 100.4];
-        assert_eq!(compare_samples(&a, &b, Better::Lower, 5.0).unwrap().2, Verdict::NoChange);
+        assert_eq!(
+            compare_samples(&a, &b, Better::Lower, 5.0).unwrap().2,
+            Verdict::NoChange
+        );
         let noisy_a = [50.0, 150.0, 100.0, 60.0, 140.0];
         let noisy_b = [55.0, 145.0, 90.0, 70.0, 150.0];
-        assert_eq!(compare_samples(&noisy_a, &noisy_b, Better::Lower, 5.0).unwrap().2, Verdict::TooNoisy);
+        assert_eq!(
+            compare_samples(&noisy_a, &noisy_b, Better::Lower, 5.0)
+                .unwrap()
+                .2,
+            Verdict::TooNoisy
+        );
     }
 
     #[test]
     fn significant_but_below_min_effect_is_no_change() {
         let a = [100.0, 100.1, 100.2, 100.3, 100.4, 100.5];
         let b = [101.0, 101.1, 101.2, 101.3, 101.4, 101.5];
-        assert_eq!(compare_samples(&a, &b, Better::Lower, 5.0).unwrap().2, Verdict::NoChange);
-        assert_eq!(compare_samples(&a, &b, Better::Lower, 0.5).unwrap().2, Verdict::Regressed);
+        assert_eq!(
+            compare_samples(&a, &b, Better::Lower, 5.0).unwrap().2,
+            Verdict::NoChange
+        );
+        assert_eq!(
+            compare_samples(&a, &b, Better::Lower, 0.5).unwrap().2,
+            Verdict::Regressed
+        );
     }
 
     #[test]
@@ -269,7 +328,11 @@ mod tests {
             rng ^= rng >> 7;
             rng ^= rng << 17;
             let u = (rng % 10_000) as f64 / 10_000.0;
-            if rng % 4 == 0 { 100.0 + 300.0 * u } else { 95.0 + 10.0 * u }
+            if rng % 4 == 0 {
+                100.0 + 300.0 * u
+            } else {
+                95.0 + 10.0 * u
+            }
         };
         let a: Vec<f64> = (0..200).map(|_| draw()).collect();
         let b: Vec<f64> = (0..200).map(|_| draw()).collect();
@@ -278,17 +341,27 @@ mod tests {
         assert!(ci.lo > -10.0 && ci.hi < 10.0, "{ci:?}");
         assert_eq!(v, Verdict::NoChange);
         // The same data against a 1% minimum effect cannot rule one out.
-        assert_eq!(compare_samples(&a, &b, Better::Lower, 1.0).unwrap().2, Verdict::TooNoisy);
+        assert_eq!(
+            compare_samples(&a, &b, Better::Lower, 1.0).unwrap().2,
+            Verdict::TooNoisy
+        );
     }
 
     #[test]
     fn across_boots_the_boot_is_the_unit() {
         // Base and new differ by 3% in every sample, but the boots move by
         // +-15%: three boots a side cannot tell 3% apart from that.
-        let boot = |level: f64| (0..40).map(|i| level * (1.0 + 0.002 * (i % 5) as f64)).collect::<Vec<f64>>();
+        let boot = |level: f64| {
+            (0..40)
+                .map(|i| level * (1.0 + 0.002 * (i % 5) as f64))
+                .collect::<Vec<f64>>()
+        };
         let base = [boot(100.0), boot(115.0), boot(85.0)];
         let new = [boot(103.0), boot(118.5), boot(87.5)];
-        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (base.iter().map(|v| &v[..]).collect(), new.iter().map(|v| &v[..]).collect());
+        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
+            base.iter().map(|v| &v[..]).collect(),
+            new.iter().map(|v| &v[..]).collect(),
+        );
         let (_, p, v, _, _) = compare_boots(&b, &n, false, Better::Lower, 1.0).unwrap();
         assert!(p > 0.5, "{p}");
         assert_ne!(v, Verdict::Regressed);
@@ -300,7 +373,12 @@ mod tests {
 
     #[test]
     fn tiny_samples() {
-        assert_eq!(compare_samples(&[1.0, 2.0], &[5.0, 6.0], Better::Lower, 1.0).unwrap().2, Verdict::TooFewSamples);
+        assert_eq!(
+            compare_samples(&[1.0, 2.0], &[5.0, 6.0], Better::Lower, 1.0)
+                .unwrap()
+                .2,
+            Verdict::TooFewSamples
+        );
         assert!(compare_samples(&[], &[1.0], Better::Lower, 1.0).is_none());
     }
 }

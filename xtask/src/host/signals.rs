@@ -27,7 +27,10 @@ extern "C" fn on_signal(_sig: libc::c_int) {
 pub fn install() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         unsafe {
-            libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
         }
     }
 }
@@ -38,7 +41,10 @@ pub fn interrupted() -> bool {
 
 pub fn register_child(pid: u32) {
     for slot in &CHILDREN {
-        if slot.compare_exchange(0, pid as i32, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        if slot
+            .compare_exchange(0, pid as i32, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
             return;
         }
     }

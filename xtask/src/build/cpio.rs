@@ -7,11 +7,26 @@ use std::io::Write;
 
 #[derive(Debug, Clone)]
 pub enum Entry {
-    Dir { path: String, mode: u32 },
-    File { path: String, mode: u32, data: Vec<u8> },
-    Symlink { path: String, target: String },
+    Dir {
+        path: String,
+        mode: u32,
+    },
+    File {
+        path: String,
+        mode: u32,
+        data: Vec<u8>,
+    },
+    Symlink {
+        path: String,
+        target: String,
+    },
     /// A device node: the kernel needs /dev/console before init can open it.
-    CharDev { path: String, mode: u32, major: u32, minor: u32 },
+    CharDev {
+        path: String,
+        mode: u32,
+        major: u32,
+        minor: u32,
+    },
 }
 
 const S_IFDIR: u32 = 0o040000;
@@ -25,8 +40,30 @@ fn pad4(out: &mut Vec<u8>) {
     }
 }
 
-fn header(out: &mut Vec<u8>, ino: u32, mode: u32, nlink: u32, filesize: usize, rdev: (u32, u32), name: &str) {
-    let fields = [ino, mode, 0, 0, nlink, 0, filesize as u32, 0, 0, rdev.0, rdev.1, name.len() as u32 + 1, 0];
+fn header(
+    out: &mut Vec<u8>,
+    ino: u32,
+    mode: u32,
+    nlink: u32,
+    filesize: usize,
+    rdev: (u32, u32),
+    name: &str,
+) {
+    let fields = [
+        ino,
+        mode,
+        0,
+        0,
+        nlink,
+        0,
+        filesize as u32,
+        0,
+        0,
+        rdev.0,
+        rdev.1,
+        name.len() as u32 + 1,
+        0,
+    ];
     write!(out, "070701").unwrap();
     for f in fields {
         write!(out, "{f:08X}").unwrap();
@@ -49,11 +86,24 @@ pub fn write(entries: &[Entry]) -> Vec<u8> {
                 pad4(&mut out);
             }
             Entry::Symlink { path, target } => {
-                header(&mut out, ino, S_IFLNK | 0o777, 1, target.len(), (0, 0), path);
+                header(
+                    &mut out,
+                    ino,
+                    S_IFLNK | 0o777,
+                    1,
+                    target.len(),
+                    (0, 0),
+                    path,
+                );
                 out.extend_from_slice(target.as_bytes());
                 pad4(&mut out);
             }
-            Entry::CharDev { path, mode, major, minor } => header(&mut out, ino, S_IFCHR | mode, 1, 0, (*major, *minor), path),
+            Entry::CharDev {
+                path,
+                mode,
+                major,
+                minor,
+            } => header(&mut out, ino, S_IFCHR | mode, 1, 0, (*major, *minor), path),
         }
     }
     header(&mut out, 0, 0, 1, 0, (0, 0), "TRAILER!!!");
@@ -72,16 +122,35 @@ mod tests {
 
     fn sample() -> Vec<Entry> {
         vec![
-            Entry::Dir { path: "bin".into(), mode: 0o755 },
-            Entry::File { path: "bin/hello".into(), mode: 0o755, data: b"hi\n".to_vec() },
-            Entry::Symlink { path: "bin/sh".into(), target: "hello".into() },
-            Entry::CharDev { path: "console".into(), mode: 0o600, major: 5, minor: 1 },
+            Entry::Dir {
+                path: "bin".into(),
+                mode: 0o755,
+            },
+            Entry::File {
+                path: "bin/hello".into(),
+                mode: 0o755,
+                data: b"hi\n".to_vec(),
+            },
+            Entry::Symlink {
+                path: "bin/sh".into(),
+                target: "hello".into(),
+            },
+            Entry::CharDev {
+                path: "console".into(),
+                mode: 0o600,
+                major: 5,
+                minor: 1,
+            },
         ]
     }
 
     #[test]
     fn header_layout_is_newc() {
-        let b = write(&[Entry::File { path: "a".into(), mode: 0o644, data: b"xyz".to_vec() }]);
+        let b = write(&[Entry::File {
+            path: "a".into(),
+            mode: 0o644,
+            data: b"xyz".to_vec(),
+        }]);
         // 110-byte header + "a\0" padded to 112, then 3 bytes of data padded to 4.
         assert_eq!(&b[..6], b"070701");
         assert_eq!(&b[6..14], b"00000001"); // ino
@@ -102,7 +171,11 @@ mod tests {
     /// The system's cpio must read back what we write, names, kinds and data.
     #[test]
     fn gnu_cpio_reads_it_back() {
-        if std::process::Command::new("cpio").arg("--version").output().is_err() {
+        if std::process::Command::new("cpio")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
             panic!("cpio(1) is needed for this test: run `cargo xtask setup`");
         }
         let dir = std::env::temp_dir().join(format!("kmatrix-cpio-{}", std::process::id()));
@@ -114,11 +187,20 @@ mod tests {
             .arg(&archive)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let listing = String::from_utf8(out.stdout).unwrap();
         assert!(listing.contains("drwxr-xr-x"), "{listing}");
         assert!(listing.contains("bin/sh -> hello"), "{listing}");
-        assert!(listing.lines().any(|l| l.starts_with("crw-------") && l.contains("5,") && l.contains("console")), "{listing}");
+        assert!(
+            listing
+                .lines()
+                .any(|l| l.starts_with("crw-------") && l.contains("5,") && l.contains("console")),
+            "{listing}"
+        );
         let x = std::process::Command::new("cpio")
             .args(["-i", "--quiet", "-F"])
             .arg(&archive)

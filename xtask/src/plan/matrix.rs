@@ -10,7 +10,7 @@ use anyhow::{bail, Result};
 use serde::Deserialize;
 use toml::Spanned;
 
-pub const ARCHES: &[&str] = &["x86_64", "arm64"];
+use crate::plan::arch::Arch;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -200,14 +200,17 @@ pub struct Cell {
     pub kernel: String,
     /// `base` or a series name.
     pub variant: String,
-    pub arch: String,
+    pub arch: Arch,
     pub config: String,
     pub tests: Vec<String>,
 }
 
 impl Cell {
     pub fn id(&self) -> String {
-        format!("{}/{}/{}/{}", self.kernel, self.variant, self.arch, self.config)
+        format!(
+            "{}/{}/{}/{}",
+            self.kernel, self.variant, self.arch, self.config
+        )
     }
 }
 
@@ -260,28 +263,58 @@ impl Matrix {
             anyhow::anyhow!("{path}:{l}:{c}: {msg}")
         };
         for a in &self.run.arches {
-            if !ARCHES.contains(&a.get_ref().as_str()) {
-                return Err(err(a.span(), format!("unknown arch `{}`, expected one of {ARCHES:?}", a.get_ref())));
+            if Arch::parse(a.get_ref()).is_none() {
+                return Err(err(
+                    a.span(),
+                    format!(
+                        "unknown arch `{}`, expected one of {:?}",
+                        a.get_ref(),
+                        Arch::names()
+                    ),
+                ));
             }
         }
         for c in &self.run.configs {
             if !self.config.contains_key(c.get_ref()) {
-                return Err(err(c.span(), format!("config `{}` is not defined in a [config.{}] table", c.get_ref(), c.get_ref())));
+                return Err(err(
+                    c.span(),
+                    format!(
+                        "config `{}` is not defined in a [config.{}] table",
+                        c.get_ref(),
+                        c.get_ref()
+                    ),
+                ));
             }
         }
         for t in &self.run.tests {
             if !self.test.contains_key(t.get_ref()) {
-                return Err(err(t.span(), format!("test `{}` is not defined in a [test.{}] table", t.get_ref(), t.get_ref())));
+                return Err(err(
+                    t.span(),
+                    format!(
+                        "test `{}` is not defined in a [test.{}] table",
+                        t.get_ref(),
+                        t.get_ref()
+                    ),
+                ));
             }
         }
         if self.run.smp == 0 || self.run.smp > 64 {
-            bail!("{path}: run.smp = {} is out of range, expected 1..=64", self.run.smp);
+            bail!(
+                "{path}: run.smp = {} is out of range, expected 1..=64",
+                self.run.smp
+            );
         }
         if self.run.boots == 0 || self.run.boots > 50 {
-            bail!("{path}: run.boots = {} is out of range, expected 1..=50", self.run.boots);
+            bail!(
+                "{path}: run.boots = {} is out of range, expected 1..=50",
+                self.run.boots
+            );
         }
         if self.run.memory_mb < 128 {
-            bail!("{path}: run.memory_mb = {} is too small, expected at least 128", self.run.memory_mb);
+            bail!(
+                "{path}: run.memory_mb = {} is too small, expected at least 128",
+                self.run.memory_mb
+            );
         }
         for (name, k) in &self.kernel {
             if name.contains('/') || name == "base" {
@@ -289,24 +322,49 @@ impl Matrix {
             }
             for s in &k.series {
                 if !self.series.contains_key(s.get_ref()) {
-                    return Err(err(s.span(), format!("series `{}` is not defined in a [series.\"{}\"] table", s.get_ref(), s.get_ref())));
+                    return Err(err(
+                        s.span(),
+                        format!(
+                            "series `{}` is not defined in a [series.\"{}\"] table",
+                            s.get_ref(),
+                            s.get_ref()
+                        ),
+                    ));
                 }
             }
             if let Some(from) = &k.selftests_from {
-                if !k.series.iter().any(|s| s.get_ref() == from.get_ref()) && from.get_ref() != "base" {
-                    return Err(err(from.span(), format!("selftests_from = `{}`: expected `base` or one of this kernel's series", from.get_ref())));
+                if !k.series.iter().any(|s| s.get_ref() == from.get_ref())
+                    && from.get_ref() != "base"
+                {
+                    return Err(err(
+                        from.span(),
+                        format!(
+                            "selftests_from = `{}`: expected `base` or one of this kernel's series",
+                            from.get_ref()
+                        ),
+                    ));
                 }
             }
             if let SourceSpec::Debian(pkg) = k.source.get_ref() {
                 if !pkg.starts_with("linux-source-") {
-                    return Err(err(k.source.span(), format!("debian source `{pkg}`: expected a linux-source-X.Y package")));
+                    return Err(err(
+                        k.source.span(),
+                        format!("debian source `{pkg}`: expected a linux-source-X.Y package"),
+                    ));
                 }
             }
         }
         for (name, c) in &self.config {
             for a in c.arch_fragments.keys() {
-                if !ARCHES.contains(&a.get_ref().as_str()) {
-                    return Err(err(a.span(), format!("config.{name}.arch_fragments: unknown arch `{}`, expected one of {ARCHES:?}", a.get_ref())));
+                if Arch::parse(a.get_ref()).is_none() {
+                    return Err(err(
+                        a.span(),
+                        format!(
+                            "config.{name}.arch_fragments: unknown arch `{}`, expected one of {:?}",
+                            a.get_ref(),
+                            Arch::names()
+                        ),
+                    ));
                 }
             }
         }
@@ -325,13 +383,22 @@ impl Matrix {
             }
             for line in &t.config {
                 if parse_config_line(line.get_ref()).is_none() {
-                    return Err(err(line.span(), format!("`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`", line.get_ref())));
+                    return Err(err(
+                        line.span(),
+                        format!(
+                            "`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`",
+                            line.get_ref()
+                        ),
+                    ));
                 }
             }
         }
         for e in &self.expect {
             if !self.test.contains_key(e.test.get_ref()) {
-                return Err(err(e.test.span(), format!("expect: unknown test `{}`", e.test.get_ref())));
+                return Err(err(
+                    e.test.span(),
+                    format!("expect: unknown test `{}`", e.test.get_ref()),
+                ));
             }
             if e.cell.split('/').count() != 4 {
                 bail!("{path}: expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell);
@@ -339,10 +406,15 @@ impl Matrix {
         }
         for (name, m) in &self.metric {
             if !(m.min_effect_pct >= 0.0) {
-                bail!("{path}: [metric.{name}] min_effect_pct = {} must be a percentage >= 0", m.min_effect_pct);
+                bail!(
+                    "{path}: [metric.{name}] min_effect_pct = {} must be a percentage >= 0",
+                    m.min_effect_pct
+                );
             }
             if let Some(t) = m.target_ci_pct.filter(|t| !(*t > 0.0 && *t < 100.0)) {
-                bail!("{path}: [metric.{name}] target_ci_pct = {t} must be a percentage in (0, 100)");
+                bail!(
+                    "{path}: [metric.{name}] target_ci_pct = {t} must be a percentage in (0, 100)"
+                );
             }
         }
         Ok(())
@@ -354,12 +426,20 @@ impl Matrix {
         let check = |what: &str, wanted: &[String], known: Vec<String>| -> Result<()> {
             for w in wanted {
                 if !known.contains(w) {
-                    bail!("--{what} {w}: not in the matrix; known: {}", known.join(", "));
+                    bail!(
+                        "--{what} {w}: not in the matrix; known: {}",
+                        known.join(", ")
+                    );
                 }
             }
             Ok(())
         };
-        let arches: Vec<String> = self.run.arches.iter().map(|a| a.get_ref().clone()).collect();
+        let arches: Vec<String> = self
+            .run
+            .arches
+            .iter()
+            .map(|a| a.get_ref().clone())
+            .collect();
         let tests: Vec<String> = self.run.tests.iter().map(|a| a.get_ref().clone()).collect();
         check("arch", &f.arch, arches.clone())?;
         check("kernel", &f.kernel, self.kernel.keys().cloned().collect())?;
@@ -380,14 +460,15 @@ impl Matrix {
                         let cell = Cell {
                             kernel: kname.clone(),
                             variant: v.clone(),
-                            arch: a.clone(),
+                            arch: Arch::parse(a).expect("validated"),
                             config: c.get_ref().clone(),
                             tests: tests.clone(),
                         };
                         if keep(&f.kernel, kname)
                             && keep(&f.variant, v)
                             && keep(&f.arch, a)
-                            && (f.cell.is_empty() || f.cell.iter().any(|g| glob_match(g, &cell.id())))
+                            && (f.cell.is_empty()
+                                || f.cell.iter().any(|g| glob_match(g, &cell.id())))
                         {
                             cells.push(cell);
                         }
@@ -409,18 +490,28 @@ impl Matrix {
     /// (good direction, minimum effect %) for a metric; lower-is-better and
     /// 5% when nothing is declared.
     pub fn metric_spec(&self, name: &str) -> (Better, f64) {
-        self.metric_decl(name).map_or((Better::Lower, default_min_effect()), |m| (m.better, m.min_effect_pct))
+        self.metric_decl(name)
+            .map_or((Better::Lower, default_min_effect()), |m| {
+                (m.better, m.min_effect_pct)
+            })
     }
 
     /// The `[metric.PREFIX]` with the longest prefix of `name`.
     pub fn metric_decl(&self, name: &str) -> Option<&MetricSpec> {
-        self.metric.iter().filter(|(prefix, _)| name.starts_with(prefix.as_str())).max_by_key(|(prefix, _)| prefix.len()).map(|(_, m)| m)
+        self.metric
+            .iter()
+            .filter(|(prefix, _)| name.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, m)| m)
     }
 
     /// Expectations that apply to a cell, in file order: its id matches and
     /// the test is one the cell runs (`--test` may have left tests out).
     pub fn expectations<'a>(&'a self, cell: &Cell) -> Vec<&'a Expect> {
-        self.expect.iter().filter(|e| glob_match(&e.cell, &cell.id()) && cell.tests.contains(e.test.get_ref())).collect()
+        self.expect
+            .iter()
+            .filter(|e| glob_match(&e.cell, &cell.id()) && cell.tests.contains(e.test.get_ref()))
+            .collect()
     }
 }
 
@@ -436,7 +527,9 @@ pub fn parse_config_line(line: &str) -> Option<(String, String)> {
     let line = line.trim();
     if let Some(rest) = line.strip_prefix("# ") {
         let name = rest.strip_suffix(" is not set")?;
-        return name.starts_with("CONFIG_").then(|| (name.to_string(), "n".to_string()));
+        return name
+            .starts_with("CONFIG_")
+            .then(|| (name.to_string(), "n".to_string()));
     }
     let (k, v) = line.split_once('=')?;
     (k.starts_with("CONFIG_") && !v.is_empty()).then(|| (k.to_string(), v.to_string()))
@@ -482,27 +575,64 @@ reason = "r"
     #[test]
     fn expands_kernel_variant_arch_config() {
         let m = Matrix::parse("matrix.toml", GOOD).unwrap();
-        let ids: Vec<String> = m.cells(&Filters::default()).unwrap().iter().map(Cell::id).collect();
-        assert_eq!(ids, ["6.1/base/x86_64/tiny", "6.1/base/arm64/tiny", "6.1/s1/x86_64/tiny", "6.1/s1/arm64/tiny"]);
+        let ids: Vec<String> = m
+            .cells(&Filters::default())
+            .unwrap()
+            .iter()
+            .map(Cell::id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "6.1/base/x86_64/tiny",
+                "6.1/base/arm64/tiny",
+                "6.1/s1/x86_64/tiny",
+                "6.1/s1/arm64/tiny"
+            ]
+        );
     }
 
     #[test]
     fn filters_select_and_reject() {
         let m = Matrix::parse("matrix.toml", GOOD).unwrap();
-        let f = Filters { arch: vec!["arm64".into()], variant: vec!["s1".into()], ..Default::default() };
+        let f = Filters {
+            arch: vec!["arm64".into()],
+            variant: vec!["s1".into()],
+            ..Default::default()
+        };
         let ids: Vec<String> = m.cells(&f).unwrap().iter().map(Cell::id).collect();
         assert_eq!(ids, ["6.1/s1/arm64/tiny"]);
-        let f = Filters { cell: vec!["*/base/*/tiny".into()], ..Default::default() };
+        let f = Filters {
+            cell: vec!["*/base/*/tiny".into()],
+            ..Default::default()
+        };
         assert_eq!(m.cells(&f).unwrap().len(), 2);
-        let f = Filters { cell: vec!["6.1/base/riscv/*".into()], ..Default::default() };
-        assert!(m.cells(&f).unwrap_err().to_string().contains("matches no cell"));
-        let f = Filters { arch: vec!["riscv".into()], ..Default::default() };
-        assert!(m.cells(&f).unwrap_err().to_string().contains("--arch riscv"));
+        let f = Filters {
+            cell: vec!["6.1/base/riscv/*".into()],
+            ..Default::default()
+        };
+        assert!(m
+            .cells(&f)
+            .unwrap_err()
+            .to_string()
+            .contains("matches no cell"));
+        let f = Filters {
+            arch: vec!["riscv".into()],
+            ..Default::default()
+        };
+        assert!(m
+            .cells(&f)
+            .unwrap_err()
+            .to_string()
+            .contains("--arch riscv"));
     }
 
     #[test]
     fn unknown_key_names_file_and_line() {
-        let bad = GOOD.replace("base = \"tinyconfig\"", "base = \"tinyconfig\"\nfragmnets = []");
+        let bad = GOOD.replace(
+            "base = \"tinyconfig\"",
+            "base = \"tinyconfig\"\nfragmnets = []",
+        );
         let e = parse_err(&bad);
         assert!(e.starts_with("matrix.toml:16:"), "{e}");
         assert!(e.contains("fragmnets"), "{e}");
@@ -511,19 +641,37 @@ reason = "r"
     #[test]
     fn bad_values_name_line_and_expectation() {
         let e = parse_err(&GOOD.replace("\"x86_64\", \"arm64\"", "\"x86_64\", \"mips\""));
-        assert!(e.starts_with("matrix.toml:3:") && e.contains("unknown arch `mips`"), "{e}");
+        assert!(
+            e.starts_with("matrix.toml:3:") && e.contains("unknown arch `mips`"),
+            "{e}"
+        );
         let e = parse_err(&GOOD.replace("series = [\"s1\"]", "series = [\"s2\"]"));
-        assert!(e.starts_with("matrix.toml:9:") && e.contains("series `s2`"), "{e}");
+        assert!(
+            e.starts_with("matrix.toml:9:") && e.contains("series `s2`"),
+            "{e}"
+        );
         let e = parse_err(&GOOD.replace("kind = \"kselftest\"", "kind = \"unit\""));
-        assert!(e.starts_with("matrix.toml:18:") && e.contains("unknown variant `unit`"), "{e}");
+        assert!(
+            e.starts_with("matrix.toml:18:") && e.contains("unknown variant `unit`"),
+            "{e}"
+        );
         let e = parse_err(&GOOD.replace("outcome = \"fail\"", "outcome = 3"));
-        assert!(e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"), "{e}");
+        assert!(
+            e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"),
+            "{e}"
+        );
     }
 
     #[test]
     fn config_lines() {
-        assert_eq!(parse_config_line("CONFIG_KCMP=y"), Some(("CONFIG_KCMP".into(), "y".into())));
-        assert_eq!(parse_config_line("# CONFIG_KCMP is not set"), Some(("CONFIG_KCMP".into(), "n".into())));
+        assert_eq!(
+            parse_config_line("CONFIG_KCMP=y"),
+            Some(("CONFIG_KCMP".into(), "y".into()))
+        );
+        assert_eq!(
+            parse_config_line("# CONFIG_KCMP is not set"),
+            Some(("CONFIG_KCMP".into(), "n".into()))
+        );
         assert_eq!(parse_config_line("KCMP=y"), None);
         assert_eq!(parse_config_line("CONFIG_KCMP="), None);
     }
@@ -554,8 +702,19 @@ reason = "r"
     fn expectations_follow_the_cells_tests() {
         let text = format!("{GOOD}\n[test.t2]\nkind = \"shell\"\ncommand = \"true\"\n[[expect]]\ncell = \"*/*/*/*\"\ntest = \"t2\"\noutcome = \"skip\"\nreason = \"r2\"\n");
         let m = Matrix::parse("matrix.toml", &text).unwrap();
-        let cell = |variant: &str, tests: &[&str]| Cell { kernel: "6.1".into(), variant: variant.into(), arch: "x86_64".into(), config: "tiny".into(), tests: tests.iter().map(|t| t.to_string()).collect() };
-        let reasons = |c: &Cell| m.expectations(c).iter().map(|e| e.reason.clone()).collect::<Vec<_>>();
+        let cell = |variant: &str, tests: &[&str]| Cell {
+            kernel: "6.1".into(),
+            variant: variant.into(),
+            arch: Arch::X86_64,
+            config: "tiny".into(),
+            tests: tests.iter().map(|t| t.to_string()).collect(),
+        };
+        let reasons = |c: &Cell| {
+            m.expectations(c)
+                .iter()
+                .map(|e| e.reason.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(reasons(&cell("base", &["t1", "t2"])), ["r", "r2"]);
         assert_eq!(reasons(&cell("s1", &["t1", "t2"])), ["r2"]);
         // `--test t1`: the expectation about t2 must not report it missing.
@@ -564,7 +723,8 @@ reason = "r"
 
     #[test]
     fn the_repository_matrix_is_valid() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml")).unwrap();
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
+            .unwrap();
         let m = Matrix::parse("matrix.toml", &text).unwrap();
         assert_eq!(m.cells(&Filters::default()).unwrap().len(), 4);
     }

@@ -22,14 +22,6 @@ pub enum SplatKind {
     SoftLockup,
 }
 
-impl SplatKind {
-    /// Panics, oopses and BUGs kill something; warnings and detectors only
-    /// report. Both fail a cell (see runner.rs), but only fatal ones are `crash`.
-    pub fn is_fatal(self) -> bool {
-        matches!(self, SplatKind::Panic | SplatKind::Oops | SplatKind::Bug)
-    }
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct Splat {
     pub kind: SplatKind,
@@ -63,7 +55,11 @@ pub fn strip_timestamp(line: &str) -> &str {
     let l = line.trim_end_matches('\r');
     if l.starts_with('[') {
         if let Some(end) = l.find("] ") {
-            if l[1..end].trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
+            if l[1..end]
+                .trim()
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.')
+            {
                 return &l[end + 2..];
             }
         }
@@ -92,12 +88,26 @@ pub fn scan(log: &str) -> Vec<Splat> {
         if i < skip_until {
             continue; // inside an excerpt already recorded
         }
-        let Some(kind) = patterns().iter().find(|(_, re)| re.is_match(line)).map(|(k, _)| *k) else {
+        let Some(kind) = patterns()
+            .iter()
+            .find(|(_, re)| re.is_match(line))
+            .map(|(k, _)| *k)
+        else {
             continue;
         };
         let end = excerpt_end(&lines, i);
-        let excerpt = lines[i..end].iter().map(|l| strip_timestamp(l)).collect::<Vec<_>>().join("\n");
-        out.push(Splat { kind, line: i + 1, headline: line.trim().to_string(), excerpt, during_test: test.clone() });
+        let excerpt = lines[i..end]
+            .iter()
+            .map(|l| strip_timestamp(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push(Splat {
+            kind,
+            line: i + 1,
+            headline: line.trim().to_string(),
+            excerpt,
+            during_test: test.clone(),
+        });
         // A panic's own trace repeats the oops that caused it; keep the oops
         // as its own finding but do not re-report lines inside this excerpt.
         skip_until = end;
@@ -114,7 +124,10 @@ fn excerpt_end(lines: &[&str], start: usize) -> usize {
             return j + 1;
         }
         // The next independent splat starts here.
-        if patterns().iter().any(|(k, re)| *k == SplatKind::Panic && re.is_match(l)) {
+        if patterns()
+            .iter()
+            .any(|(k, re)| *k == SplatKind::Panic && re.is_match(l))
+        {
             return j;
         }
     }
@@ -142,19 +155,43 @@ mod tests {
 
     #[test]
     fn timestamps_are_stripped() {
-        assert_eq!(strip_timestamp("[    1.234567] Kernel panic"), "Kernel panic");
+        assert_eq!(
+            strip_timestamp("[    1.234567] Kernel panic"),
+            "Kernel panic"
+        );
         assert_eq!(strip_timestamp("[not a stamp] x"), "[not a stamp] x");
     }
 
     #[test]
     fn synthetic_lines_map_to_kinds() {
-        assert_eq!(kinds("[ 1.0] WARNING: CPU: 1 PID: 42 at kernel/seccomp.c:100 foo+0x1/0x2\n"), [SplatKind::Warning]);
-        assert_eq!(kinds("WARNING: possible circular locking dependency detected\n"), [SplatKind::Lockdep]);
-        assert_eq!(kinds("INFO: task sh:12 blocked for more than 120 seconds.\n"), [SplatKind::HungTask]);
-        assert_eq!(kinds("rcu: INFO: rcu_sched self-detected stall on CPU\n"), [SplatKind::RcuStall]);
-        assert_eq!(kinds("watchdog: BUG: soft lockup - CPU#0 stuck for 22s!\n"), [SplatKind::SoftLockup]);
-        assert_eq!(kinds("BUG: kernel NULL pointer dereference, address: 0000000000000000\n"), [SplatKind::Bug]);
-        assert_eq!(kinds("Internal error: Oops: 96000004 [#1] SMP\n"), [SplatKind::Oops]);
+        assert_eq!(
+            kinds("[ 1.0] WARNING: CPU: 1 PID: 42 at kernel/seccomp.c:100 foo+0x1/0x2\n"),
+            [SplatKind::Warning]
+        );
+        assert_eq!(
+            kinds("WARNING: possible circular locking dependency detected\n"),
+            [SplatKind::Lockdep]
+        );
+        assert_eq!(
+            kinds("INFO: task sh:12 blocked for more than 120 seconds.\n"),
+            [SplatKind::HungTask]
+        );
+        assert_eq!(
+            kinds("rcu: INFO: rcu_sched self-detected stall on CPU\n"),
+            [SplatKind::RcuStall]
+        );
+        assert_eq!(
+            kinds("watchdog: BUG: soft lockup - CPU#0 stuck for 22s!\n"),
+            [SplatKind::SoftLockup]
+        );
+        assert_eq!(
+            kinds("BUG: kernel NULL pointer dereference, address: 0000000000000000\n"),
+            [SplatKind::Bug]
+        );
+        assert_eq!(
+            kinds("Internal error: Oops: 96000004 [#1] SMP\n"),
+            [SplatKind::Oops]
+        );
         assert!(kinds("seccomp: all fine\nBUGS: none\n").is_empty());
     }
 
@@ -180,7 +217,7 @@ mod tests {
         let s = scan(&fixture("console-x86_64-sysrq-panic.log"));
         assert!(s.iter().any(|s| s.kind == SplatKind::Panic), "{s:?}");
         let first = &s[0];
-        assert!(first.kind.is_fatal());
+        assert!(crate::analyze::classify::is_fatal(first));
         assert!(first.excerpt.contains("sysrq"), "{}", first.excerpt);
     }
 }

@@ -142,7 +142,9 @@ pub fn welch_t(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
         return None;
     }
     let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
-    let var = |x: &[f64], m: f64| x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (x.len() as f64 - 1.0);
+    let var = |x: &[f64], m: f64| {
+        x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (x.len() as f64 - 1.0)
+    };
     let (ma, mb) = (mean(a), mean(b));
     let (va, vb) = (var(a, ma) / na, var(b, mb) / nb);
     if va + vb <= 0.0 {
@@ -191,7 +193,10 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
     for m in 1..300 {
         let m = m as f64;
         let m2 = 2.0 * m;
-        for aa in [m * (b - m) * x / ((a + m2 - 1.0) * (a + m2)), -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0))] {
+        for aa in [
+            m * (b - m) * x / ((a + m2 - 1.0) * (a + m2)),
+            -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0)),
+        ] {
             d = 1.0 + aa * d;
             if d.abs() < TINY {
                 d = TINY;
@@ -489,7 +494,10 @@ pub fn median_change_ci_boots(
     if base.len() <= 1 && new.len() <= 1 {
         return median_change_ci(base.first()?, new.first()?, confidence, resamples, seed);
     }
-    if base.iter().chain(new).any(|b| b.is_empty()) || resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
+    if base.iter().chain(new).any(|b| b.is_empty())
+        || resamples == 0
+        || !(confidence > 0.0 && confidence < 1.0)
+    {
         return None;
     }
     let paired = paired && base.len() == new.len();
@@ -511,17 +519,34 @@ pub fn median_change_ci_boots(
         }
         let mb = resampled_median(base, &pick_b, &mut rng);
         let mn = resampled_median(new, &pick_n, &mut rng);
-        pcts.push(if mb == 0.0 && mn == 0.0 { 0.0 } else { pct_of(mn, mb) });
+        pcts.push(if mb == 0.0 && mn == 0.0 {
+            0.0
+        } else {
+            pct_of(mn, mb)
+        });
     }
     pcts.sort_by(f64::total_cmp);
-    Some(ChangeCi { pct_change, lo: quantile(&pcts, (1.0 - confidence) / 2.0), hi: quantile(&pcts, (1.0 + confidence) / 2.0) })
+    Some(ChangeCi {
+        pct_change,
+        lo: quantile(&pcts, (1.0 - confidence) / 2.0),
+        hi: quantile(&pcts, (1.0 + confidence) / 2.0),
+    })
 }
 
 /// Percentile-bootstrap CI of the median of samples from several boots
 /// (boots, then samples within them, drawn with replacement); None for one
 /// boot (use the distribution-free `Summary::median_ci` there).
-pub fn median_ci_boots(boots: &[&[f64]], confidence: f64, resamples: usize, seed: u64) -> Option<(f64, f64)> {
-    if boots.len() < 2 || boots.iter().any(|b| b.is_empty()) || resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
+pub fn median_ci_boots(
+    boots: &[&[f64]],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<(f64, f64)> {
+    if boots.len() < 2
+        || boots.iter().any(|b| b.is_empty())
+        || resamples == 0
+        || !(confidence > 0.0 && confidence < 1.0)
+    {
         return None;
     }
     let mut rng = Xoshiro256::new(seed);
@@ -532,7 +557,10 @@ pub fn median_ci_boots(boots: &[&[f64]], confidence: f64, resamples: usize, seed
         meds.push(resampled_median(boots, &pick, &mut rng));
     }
     meds.sort_by(f64::total_cmp);
-    Some((quantile(&meds, (1.0 - confidence) / 2.0), quantile(&meds, (1.0 + confidence) / 2.0)))
+    Some((
+        quantile(&meds, (1.0 - confidence) / 2.0),
+        quantile(&meds, (1.0 + confidence) / 2.0),
+    ))
 }
 
 /// Median of one two-stage resample: the boots in `pick`, each resampled
@@ -995,35 +1023,67 @@ mod tests {
         let base = wobbly(60, 100.0, 4.0, 11);
         let new = wobbly(60, 100.0, 4.0, 12);
         // One boot a side: exactly the plain bootstrap.
-        assert_eq!(median_change_ci_boots(&[&base], &[&new], false, 0.95, 2000, 5), median_change_ci(&base, &new, 0.95, 2000, 5));
+        assert_eq!(
+            median_change_ci_boots(&[&base], &[&new], false, 0.95, 2000, 5),
+            median_change_ci(&base, &new, 0.95, 2000, 5)
+        );
         // Boots that agree: about as narrow as pooling them.
         let (b1, b2) = base.split_at(30);
         let (n1, n2) = new.split_at(30);
         let agree = median_change_ci_boots(&[b1, b2], &[n1, n2], false, 0.95, 2000, 5).unwrap();
         let pooled = median_change_ci(&base, &new, 0.95, 2000, 5).unwrap();
-        assert!(agree.hi - agree.lo < 2.0 * (pooled.hi - pooled.lo), "{agree:?} vs {pooled:?}");
+        assert!(
+            agree.hi - agree.lo < 2.0 * (pooled.hi - pooled.lo),
+            "{agree:?} vs {pooled:?}"
+        );
         // Three boots a side, each with its own level (a host state that lasted
         // the boot) and little noise inside it. Pooled, the samples look like
         // 180 precise ones; the boots say the level is only known to a few %.
-        let boots = |levels: [f64; 3], seed: u64| -> Vec<Vec<f64>> { levels.iter().enumerate().map(|(i, l)| wobbly(60, *l, 1.0, seed + i as u64)).collect() };
+        let boots = |levels: [f64; 3], seed: u64| -> Vec<Vec<f64>> {
+            levels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| wobbly(60, *l, 1.0, seed + i as u64))
+                .collect()
+        };
         let b = boots([100.0, 106.0, 96.0], 20);
         let n = boots([105.0, 97.0, 101.0], 30);
         let bs: Vec<&[f64]> = b.iter().map(|v| &v[..]).collect();
         let ns: Vec<&[f64]> = n.iter().map(|v| &v[..]).collect();
         let clustered = median_change_ci_boots(&bs, &ns, false, 0.95, 2000, 5).unwrap();
         let flat = median_change_ci(&b.concat(), &n.concat(), 0.95, 2000, 5).unwrap();
-        assert!(clustered.hi - clustered.lo > 2.0 * (flat.hi - flat.lo), "{clustered:?} vs {flat:?}");
+        assert!(
+            clustered.hi - clustered.lo > 2.0 * (flat.hi - flat.lo),
+            "{clustered:?} vs {flat:?}"
+        );
         assert!(clustered.lo < 0.0 && clustered.hi > 0.0, "{clustered:?}");
         // Paired: the same boots on both sides, the new metric 10% below the
         // base in every boot while whole boots move by up to 20%.
         let levels = [100.0, 120.0, 95.0];
-        let pb: Vec<Vec<f64>> = levels.iter().enumerate().map(|(i, l)| wobbly(60, *l, 2.0, 40 + i as u64)).collect();
-        let pn: Vec<Vec<f64>> = levels.iter().enumerate().map(|(i, l)| wobbly(60, 0.9 * l, 1.8, 50 + i as u64)).collect();
-        let (pbs, pns): (Vec<&[f64]>, Vec<&[f64]>) = (pb.iter().map(|v| &v[..]).collect(), pn.iter().map(|v| &v[..]).collect());
+        let pb: Vec<Vec<f64>> = levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| wobbly(60, *l, 2.0, 40 + i as u64))
+            .collect();
+        let pn: Vec<Vec<f64>> = levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| wobbly(60, 0.9 * l, 1.8, 50 + i as u64))
+            .collect();
+        let (pbs, pns): (Vec<&[f64]>, Vec<&[f64]>) = (
+            pb.iter().map(|v| &v[..]).collect(),
+            pn.iter().map(|v| &v[..]).collect(),
+        );
         let paired = median_change_ci_boots(&pbs, &pns, true, 0.95, 2000, 5).unwrap();
         let unpaired = median_change_ci_boots(&pbs, &pns, false, 0.95, 2000, 5).unwrap();
-        assert!(paired.lo < -10.0 + 3.0 && paired.hi > -10.0 - 3.0 && paired.hi < 0.0, "{paired:?}");
-        assert!(unpaired.hi - unpaired.lo > 3.0 * (paired.hi - paired.lo), "{unpaired:?} vs {paired:?}");
+        assert!(
+            paired.lo < -10.0 + 3.0 && paired.hi > -10.0 - 3.0 && paired.hi < 0.0,
+            "{paired:?}"
+        );
+        assert!(
+            unpaired.hi - unpaired.lo > 3.0 * (paired.hi - paired.lo),
+            "{unpaired:?} vs {paired:?}"
+        );
         // The median's own CI across boots spans the boot levels' spread.
         let (lo, hi) = median_ci_boots(&pbs, 0.95, 2000, 5).unwrap();
         assert!(lo < 100.0 && hi > 110.0, "[{lo}, {hi}]");
@@ -1034,7 +1094,13 @@ mod tests {
     #[test]
     fn student_t_matches_table_values() {
         // Textbook critical values t(0.975, df): two-sided p = 0.05.
-        for (t, df) in [(12.706, 1.0), (4.303, 2.0), (2.776, 4.0), (2.228, 10.0), (1.960, 1e6)] {
+        for (t, df) in [
+            (12.706, 1.0),
+            (4.303, 2.0),
+            (2.776, 4.0),
+            (2.228, 10.0),
+            (1.960, 1e6),
+        ] {
             assert_close(student_t_two_sided(t, df), 0.05, 2e-4);
         }
         // t(0.995, 5) = 4.032: p = 0.01. Cauchy (df 1): P(|T| > 1) = 1/2.

@@ -4,9 +4,11 @@
 //!
 //! Layout:
 //!   src/<source-id>/          pristine base tree, a git repo (commit "base")
-//!   trees/<kernel>/<variant>/ git worktree with the series as commits
+//!   trees/<kernel>/build/     worktree switched to the variant being built
+//!   trees/<kernel>/work/      worktree for applying series and selftests
 //!   config/<key>/.config      final configs by input hash
-//!   build/<kernel>/<variant>/<arch>/<config>/  persistent O= dirs
+//!   build/<kernel>/<arch>/<config>/  persistent O= dirs, shared by variants
+//!   probe/                    accelerator probe verdicts, per host boot
 //!   kernels/<key>/            built images by content key + manifest.json
 //!   guest/<key>/              static guest programs
 //!   headers/<key>/            headers_install output
@@ -29,7 +31,9 @@ pub fn default_root() -> PathBuf {
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into())).join(".cache"));
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into())).join(".cache")
+        });
     base.join("kmatrix")
 }
 
@@ -37,21 +41,33 @@ impl Cache {
     /// Opens the cache, waiting for another run's lock (with a message) or,
     /// with `wait == false`, refusing.
     pub fn open(root: PathBuf, wait: bool) -> Result<Cache> {
-        std::fs::create_dir_all(&root).with_context(|| format!("creating cache {}", root.display()))?;
+        std::fs::create_dir_all(&root)
+            .with_context(|| format!("creating cache {}", root.display()))?;
         let lock_path = root.join("lock");
         let lock = File::options().create(true).append(true).open(&lock_path)?;
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&lock);
-        if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let holder = std::fs::read_to_string(root.join("lock.owner")).unwrap_or_default();
-            if !wait {
-                bail!("the cache {} is in use by another run ({}); refusing (without --no-wait it waits)", root.display(), holder.trim());
+        // std's File::lock is flock(2) on Linux: `flock lock cmd` in a shell
+        // (the tests) and other runs see the same lock.
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = std::fs::read_to_string(root.join("lock.owner")).unwrap_or_default();
+                if !wait {
+                    bail!("the cache {} is in use by another run ({}); refusing (without --no-wait it waits)", root.display(), holder.trim());
+                }
+                eprintln!(
+                    "kmatrix: waiting for the cache lock {} held by {}",
+                    lock_path.display(),
+                    holder.trim()
+                );
+                lock.lock()
+                    .with_context(|| format!("locking {}", lock_path.display()))?;
             }
-            eprintln!("kmatrix: waiting for the cache lock {} held by {}", lock_path.display(), holder.trim());
-            if unsafe { libc::flock(fd, libc::LOCK_EX) } != 0 {
-                bail!("flock {}: {}", lock_path.display(), std::io::Error::last_os_error());
-            }
+            Err(std::fs::TryLockError::Error(e)) => bail!("locking {}: {e}", lock_path.display()),
         }
-        let _ = std::fs::write(root.join("lock.owner"), format!("pid {}\n", std::process::id()));
+        let _ = std::fs::write(
+            root.join("lock.owner"),
+            format!("pid {}\n", std::process::id()),
+        );
         Ok(Cache { root, _lock: lock })
     }
 
@@ -109,7 +125,10 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d)?;
     }
-    let tmp = path.with_file_name(format!(".{}.tmp", path.file_name().unwrap().to_string_lossy()));
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp",
+        path.file_name().unwrap().to_string_lossy()
+    ));
     std::fs::write(&tmp, data).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming {}", path.display()))?;
     Ok(())
@@ -124,7 +143,10 @@ mod tests {
         let a = KeyBuilder::new("k").add("x", b"ab").add("y", b"c").finish();
         let b = KeyBuilder::new("k").add("x", b"a").add("y", b"bc").finish();
         assert_ne!(a, b);
-        assert_eq!(a, KeyBuilder::new("k").add("x", b"ab").add("y", b"c").finish());
+        assert_eq!(
+            a,
+            KeyBuilder::new("k").add("x", b"ab").add("y", b"c").finish()
+        );
     }
 
     #[test]
@@ -133,7 +155,9 @@ mod tests {
         let first = Cache::open(root.clone(), false).unwrap();
         // flock locks belong to the open file description: a second open in
         // the same process conflicts just as another process would.
-        let e = Cache::open(root.clone(), false).err().expect("second open must refuse");
+        let e = Cache::open(root.clone(), false)
+            .err()
+            .expect("second open must refuse");
         assert!(e.to_string().contains("in use by another run"), "{e}");
         drop(first);
         Cache::open(root.clone(), false).unwrap();

@@ -34,12 +34,15 @@ impl Block {
     }
     /// Killed by its own timeout: SIGKILL (rc 137) at or after the limit.
     pub fn timed_out(&self) -> bool {
-        self.rc == Some(137) && matches!((self.duration(), self.timeout_s), (Some(d), Some(t)) if d >= t - 0.5)
+        self.rc == Some(137)
+            && matches!((self.duration(), self.timeout_s), (Some(d), Some(t)) if d >= t - 0.5)
     }
 }
 
 fn field<'a>(words: &[&'a str], key: &str) -> Option<&'a str> {
-    words.iter().find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+    words
+        .iter()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
 pub fn parse(text: &str) -> Session {
@@ -107,8 +110,15 @@ pub fn parse(text: &str) -> Session {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum BenchLine {
-    Metric { name: String, value: f64, unit: String },
-    Skip { name: String, reason: String },
+    Metric {
+        name: String,
+        value: f64,
+        unit: String,
+    },
+    Skip {
+        name: String,
+        reason: String,
+    },
     Error(String),
 }
 
@@ -123,7 +133,11 @@ pub fn bench_lines(output: &str) -> Vec<BenchLine> {
                 if let [name, value, unit] = p[..] {
                     if let Ok(v) = value.parse::<f64>() {
                         if v.is_finite() {
-                            out.push(BenchLine::Metric { name: name.into(), value: v, unit: unit.into() });
+                            out.push(BenchLine::Metric {
+                                name: name.into(),
+                                value: v,
+                                unit: unit.into(),
+                            });
                             continue;
                         }
                     }
@@ -132,7 +146,10 @@ pub fn bench_lines(output: &str) -> Vec<BenchLine> {
             }
             (Some("SKIP"), Some(rest)) => {
                 let (name, reason) = rest.split_once(' ').unwrap_or((rest, ""));
-                out.push(BenchLine::Skip { name: name.into(), reason: reason.trim().into() });
+                out.push(BenchLine::Skip {
+                    name: name.into(),
+                    reason: reason.trim().into(),
+                });
             }
             (Some("ERROR"), rest) => out.push(BenchLine::Error(rest.unwrap_or("").into())),
             _ => {}
@@ -176,8 +193,21 @@ mod tests {
     #[test]
     fn bench_output() {
         let l = bench_lines("header\nMETRIC seccomp_notify.default.unpinned 84.125 us/op\nSKIP seccomp_notify.sync.unpinned SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL\nMETRIC x nan us\nERROR boom\n");
-        assert_eq!(l[0], BenchLine::Metric { name: "seccomp_notify.default.unpinned".into(), value: 84.125, unit: "us/op".into() });
-        assert_eq!(l[1], BenchLine::Skip { name: "seccomp_notify.sync.unpinned".into(), reason: "SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL".into() });
+        assert_eq!(
+            l[0],
+            BenchLine::Metric {
+                name: "seccomp_notify.default.unpinned".into(),
+                value: 84.125,
+                unit: "us/op".into()
+            }
+        );
+        assert_eq!(
+            l[1],
+            BenchLine::Skip {
+                name: "seccomp_notify.sync.unpinned".into(),
+                reason: "SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL".into()
+            }
+        );
         assert!(matches!(&l[2], BenchLine::Error(e) if e.contains("malformed")));
         assert_eq!(l[3], BenchLine::Error("boom".into()));
     }

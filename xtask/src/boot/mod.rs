@@ -1,0 +1,3 @@
+//! QEMU: arguments, the accelerator decision, and running a guest.
+pub mod accel;
+pub mod qemu;

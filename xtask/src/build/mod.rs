@@ -1,0 +1,5 @@
+//! From a base and a series to a bootable kernel and an initramfs.
+pub mod cpio;
+pub mod guest;
+pub mod kbuild;
+pub mod source;

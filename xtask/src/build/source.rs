@@ -1,0 +1,654 @@
+//! Kernel sources: the pristine base (Debian package, tarball or git tree)
+//! imported once as a git repository; each variant (base + a series) is a
+//! commit in it, made once by `git am` and kept under `refs/kmatrix/`.
+//!
+//! Two worktrees per kernel: `build`, switched in place to the variant a
+//! cell builds (a `git checkout` rewrites only files whose content differs,
+//! so every other file keeps its mtime and the shared O= dirs rebuild only
+//! what changed), and `work`, where series are applied and selftests and
+//! headers are taken from, so neither disturbs the build tree's mtimes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::host::cache::{sha256_file, Cache, KeyBuilder};
+use crate::host::proc::{self, limit};
+use crate::plan::matrix::SourceSpec;
+
+/// A patch series: the files in order and their combined hash.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub patches: Vec<PathBuf>,
+    pub hash: String,
+}
+
+impl Series {
+    /// Reads `dir/series` (quilt order) or, without it, `*.patch` sorted.
+    pub fn load(name: &str, dir: &Path) -> Result<Series> {
+        let order = dir.join("series");
+        let patches: Vec<PathBuf> = if order.exists() {
+            std::fs::read_to_string(&order)?
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(|l| dir.join(l))
+                .collect()
+        } else {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+                .with_context(|| format!("reading series dir {}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "patch"))
+                .collect();
+            v.sort();
+            v
+        };
+        if patches.is_empty() {
+            bail!("series {name}: no patches in {}", dir.display());
+        }
+        let mut key = KeyBuilder::new("series");
+        for p in &patches {
+            let bytes = std::fs::read(p)
+                .with_context(|| format!("series {name}: reading {}", p.display()))?;
+            key.add("patch", &bytes);
+        }
+        Ok(Series {
+            patches,
+            hash: key.finish(),
+        })
+    }
+}
+
+/// Why a variant tree could not be made: the patch and the rejected hunk.
+#[derive(Debug, Clone)]
+pub struct ApplyError {
+    pub patch: PathBuf,
+    pub detail: String,
+}
+
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C").arg(dir);
+    // Commits made here are ours: a fixed identity, and no user hooks/config.
+    c.env("GIT_AUTHOR_NAME", "kmatrix")
+        .env("GIT_AUTHOR_EMAIL", "kmatrix@localhost")
+        .env("GIT_COMMITTER_NAME", "kmatrix")
+        .env("GIT_COMMITTER_EMAIL", "kmatrix@localhost")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null");
+    c
+}
+
+fn run_ok(c: Command, what: &str) -> Result<String> {
+    let out = proc::run(c, limit::scaled(limit::GIT))
+        .with_context(|| format!("{what}: could not run git"))?;
+    if !out.success() {
+        bail!(
+            "{what} failed ({}): {}{}",
+            out.describe(),
+            out.stderr,
+            out.stdout
+        );
+    }
+    Ok(out.stdout.trim().to_string())
+}
+
+/// The pristine base as a git repository whose HEAD is the base commit.
+pub struct Base {
+    pub repo: PathBuf,
+    pub commit: String,
+}
+
+pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str)) -> Result<Base> {
+    match spec {
+        SourceSpec::Debian(pkg) => {
+            let version = pkg.trim_start_matches("linux-source-");
+            let tarball = PathBuf::from(format!("/usr/src/linux-source-{version}.tar.xz"));
+            if !tarball.exists() {
+                crate::host::setup::ensure(&[pkg.clone()])?;
+            }
+            import_tarball(&tarball, cache, log)
+        }
+        SourceSpec::Tarball(path) => import_tarball(Path::new(path), cache, log),
+        SourceSpec::Git { path, rev } => {
+            let commit = run_ok(
+                {
+                    let mut c = git(Path::new(path));
+                    c.args(["rev-parse", "--verify", &format!("{rev}^{{commit}}")]);
+                    c
+                },
+                &format!("resolving {rev} in {path}"),
+            )?;
+            let repo = cache.dir(&[
+                "src",
+                &format!(
+                    "git-{}",
+                    &KeyBuilder::new("gitsrc")
+                        .add("path", path.as_bytes())
+                        .finish()[..12]
+                ),
+            ]);
+            if !repo.join(".git").exists() {
+                log(&format!("cloning {path} (shared objects)"));
+                let mut c = Command::new("git");
+                c.args(["clone", "--shared", "--no-checkout", "--quiet", path])
+                    .arg(&repo);
+                run_ok(c, &format!("git clone --shared {path}"))?;
+            } else {
+                let mut c = git(&repo);
+                c.args(["fetch", "--quiet", path, &commit]);
+                run_ok(c, &format!("fetching {rev} from {path}"))?;
+            }
+            Ok(Base { repo, commit })
+        }
+    }
+}
+
+fn import_tarball(tarball: &Path, cache: &Cache, log: &mut dyn FnMut(&str)) -> Result<Base> {
+    if !tarball.exists() {
+        bail!("kernel source tarball {} does not exist", tarball.display());
+    }
+    let meta = std::fs::metadata(tarball)?;
+    // Hashing 140 MB on every run is wasteful: remember it by size + mtime.
+    let stamp = format!("{}-{:?}", meta.len(), meta.modified()?);
+    let memo = cache.dir(&[
+        "src",
+        "hashes",
+        &KeyBuilder::new("stamp")
+            .add("p", tarball.to_string_lossy().as_bytes())
+            .add("s", stamp.as_bytes())
+            .finish(),
+    ]);
+    let sha = match std::fs::read_to_string(&memo) {
+        Ok(s) => s.trim().to_string(),
+        Err(_) => {
+            log(&format!("hashing {}", tarball.display()));
+            let s = sha256_file(tarball)?;
+            crate::host::cache::write_atomic(&memo, s.as_bytes())?;
+            s
+        }
+    };
+    let id = format!("tar-{}", &sha[..16]);
+    let repo = cache.dir(&["src", &id]);
+    let done = repo.join(".kmatrix-imported");
+    if !done.exists() {
+        if repo.exists() {
+            log("removing a half-imported source tree");
+            std::fs::remove_dir_all(&repo)?;
+        }
+        std::fs::create_dir_all(&repo)?;
+        log(&format!("extracting {}", tarball.display()));
+        let mut tar = Command::new("tar");
+        tar.args(["-x", "--strip-components=1", "-f"])
+            .arg(tarball)
+            .current_dir(&repo);
+        proc::checked(
+            &format!("extracting {}", tarball.display()),
+            tar,
+            limit::scaled(limit::TAR),
+        )?;
+        log("importing the base tree into git (once)");
+        run_ok(
+            {
+                let mut c = git(&repo);
+                c.args(["init", "--quiet"]);
+                c
+            },
+            "git init",
+        )?;
+        // -f: the tarball may hold files the tree's .gitignore would hide.
+        run_ok(
+            {
+                let mut c = git(&repo);
+                c.args(["add", "-A", "-f"]);
+                c
+            },
+            "git add",
+        )?;
+        run_ok(
+            {
+                let mut c = git(&repo);
+                c.args([
+                    "commit",
+                    "--quiet",
+                    "--no-verify",
+                    "-m",
+                    &format!("base: {}", tarball.display()),
+                ]);
+                c
+            },
+            "git commit",
+        )?;
+        std::fs::write(&done, &sha)?;
+    }
+    let commit = run_ok(
+        {
+            let mut c = git(&repo);
+            c.args(["rev-parse", "HEAD"]);
+            c
+        },
+        "git rev-parse",
+    )?;
+    Ok(Base { repo, commit })
+}
+
+/// The two worktrees of one kernel (see the module doc).
+pub struct Trees {
+    pub repo: PathBuf,
+    pub base_commit: String,
+    pub build: PathBuf,
+    pub work: PathBuf,
+}
+
+fn ensure_worktree(
+    repo: &Path,
+    path: &Path,
+    commit: &str,
+    log: &mut dyn FnMut(&str),
+) -> Result<()> {
+    if path.join(".git").exists() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(path.parent().unwrap())?;
+    let _ = std::fs::remove_dir_all(path);
+    run_ok(
+        {
+            let mut c = git(repo);
+            c.args(["worktree", "prune"]);
+            c
+        },
+        "git worktree prune",
+    )?;
+    log(&format!("checking out {}", path.display()));
+    let mut c = git(repo);
+    c.args(["worktree", "add", "--detach", "--force"])
+        .arg(path)
+        .arg(commit);
+    run_ok(c, "git worktree add")?;
+    Ok(())
+}
+
+impl Trees {
+    pub fn open(
+        base: &Base,
+        kernel: &str,
+        cache: &Cache,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Trees> {
+        let t = Trees {
+            repo: base.repo.clone(),
+            base_commit: base.commit.clone(),
+            build: cache.dir(&["trees", kernel, "build"]),
+            work: cache.dir(&["trees", kernel, "work"]),
+        };
+        ensure_worktree(&t.repo, &t.build, &t.base_commit, log)?;
+        ensure_worktree(&t.repo, &t.work, &t.base_commit, log)?;
+        Ok(t)
+    }
+
+    /// The commit of base + `series` (None: the base itself). Applied once
+    /// in the work tree with `git am` (one commit per patch, so every prefix
+    /// of the series is a commit too) and remembered as a ref.
+    pub fn variant_commit(
+        &self,
+        series: Option<&Series>,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<std::result::Result<String, ApplyError>> {
+        let Some(s) = series else {
+            return Ok(Ok(self.base_commit.clone()));
+        };
+        let id = KeyBuilder::new("variant")
+            .add("base", self.base_commit.as_bytes())
+            .add("series", s.hash.as_bytes())
+            .finish();
+        let refname = format!("refs/kmatrix/variants/{}", &id[..24]);
+        if let Ok(c) = run_ok(
+            {
+                let mut c = git(&self.repo);
+                c.args([
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    &format!("{refname}^{{commit}}"),
+                ]);
+                c
+            },
+            "git rev-parse",
+        ) {
+            return Ok(Ok(c));
+        }
+        let _ = proc::run(
+            {
+                let mut c = git(&self.work);
+                c.args(["am", "--abort"]);
+                c
+            },
+            limit::scaled(limit::GIT),
+        );
+        run_ok(
+            {
+                let mut c = git(&self.work);
+                c.args([
+                    "checkout",
+                    "--quiet",
+                    "--force",
+                    "--detach",
+                    &self.base_commit,
+                ]);
+                c
+            },
+            "git checkout base",
+        )?;
+        for p in &s.patches {
+            log(&format!(
+                "applying {}",
+                p.file_name().unwrap().to_string_lossy()
+            ));
+            let abs = std::fs::canonicalize(p).with_context(|| format!("patch {}", p.display()))?;
+            let mut am = git(&self.work);
+            am.args(["am", "--quiet", "--keep-cr"]).arg(&abs);
+            let out = proc::run(am, limit::scaled(limit::GIT))?;
+            if !out.success() {
+                let _ = proc::run(
+                    {
+                        let mut c = git(&self.work);
+                        c.args(["am", "--abort"]);
+                        c
+                    },
+                    limit::scaled(limit::GIT),
+                );
+                let mut detail = explain_apply_failure(&self.work, &abs, &out.stderr, &out.stdout);
+                if out.timed_out {
+                    detail = format!("git am {}\n{detail}", out.describe());
+                }
+                return Ok(Err(ApplyError {
+                    patch: p.clone(),
+                    detail,
+                }));
+            }
+        }
+        let head = run_ok(
+            {
+                let mut c = git(&self.work);
+                c.args(["rev-parse", "HEAD"]);
+                c
+            },
+            "git rev-parse HEAD",
+        )?;
+        run_ok(
+            {
+                let mut c = git(&self.repo);
+                c.args(["update-ref", &refname, &head]);
+                c
+            },
+            "git update-ref",
+        )?;
+        Ok(Ok(head))
+    }
+
+    /// Switches the build tree to `commit`, rewriting only files that differ.
+    pub fn checkout_build(&self, commit: &str) -> Result<&Path> {
+        checkout(&self.build, commit)?;
+        Ok(&self.build)
+    }
+
+    /// Switches the work tree (selftests, headers) to `commit`.
+    pub fn checkout_work(&self, commit: &str) -> Result<&Path> {
+        let _ = proc::run(
+            {
+                let mut c = git(&self.work);
+                c.args(["am", "--abort"]);
+                c
+            },
+            limit::scaled(limit::GIT),
+        );
+        checkout(&self.work, commit)?;
+        Ok(&self.work)
+    }
+}
+
+/// `git checkout --force` of `commit`: files whose content is already right
+/// are not rewritten (their mtimes stay), stray edits are undone.
+fn checkout(tree: &Path, commit: &str) -> Result<()> {
+    // Refresh the index's stat data first: a file whose mtime changed but
+    // whose content did not is then left alone instead of rewritten.
+    let _ = proc::run(
+        {
+            let mut c = git(tree);
+            c.args(["update-index", "-q", "--refresh"]);
+            c
+        },
+        limit::scaled(limit::GIT),
+    );
+    run_ok(
+        {
+            let mut c = git(tree);
+            c.args(["checkout", "--quiet", "--force", "--detach", commit]);
+            c
+        },
+        &format!("git checkout {commit} in {}", tree.display()),
+    )?;
+    Ok(())
+}
+
+/// `git am` says little; `git apply --check -v` names the file and shows the
+/// hunk it could not place.
+fn explain_apply_failure(tree: &Path, patch: &Path, stderr: &str, stdout: &str) -> String {
+    let verbose = git(tree)
+        .args(["apply", "--check", "-v"])
+        .arg(patch)
+        .output();
+    let mut lines: Vec<String> = Vec::new();
+    if let Ok(v) = verbose {
+        let text =
+            String::from_utf8_lossy(&v.stderr).to_string() + &String::from_utf8_lossy(&v.stdout);
+        lines.extend(
+            text.lines()
+                .filter(|l| !l.starts_with("Checking patch"))
+                .take(40)
+                .map(str::to_string),
+        );
+    }
+    if lines.is_empty() {
+        lines.extend(
+            stderr
+                .lines()
+                .chain(stdout.lines())
+                .take(20)
+                .map(str::to_string),
+        );
+    }
+    lines.join("\n")
+}
+
+/// Identity of everything the kernel build reads: the commit's tree minus
+/// tools/. A patch that only touches tools/ leaves it unchanged, so it
+/// needs no new kernel.
+pub fn kernel_tree_id(repo: &Path, commit: &str) -> Result<String> {
+    let listing = run_ok(
+        {
+            let mut c = git(repo);
+            c.args(["ls-tree", commit]);
+            c
+        },
+        "git ls-tree",
+    )?;
+    let kept: Vec<&str> = listing
+        .lines()
+        .filter(|l| !l.ends_with("\ttools"))
+        .collect();
+    Ok(KeyBuilder::new("kernel-tree")
+        .add("ls-tree", kept.join("\n").as_bytes())
+        .finish())
+}
+
+/// Identity of one subdirectory's content (e.g. a selftest dir).
+pub fn subtree_id(tree: &Path, sub: &str) -> Result<String> {
+    run_ok(
+        {
+            let mut c = git(tree);
+            c.args(["rev-parse", &format!("HEAD:{sub}")]);
+            c
+        },
+        &format!("git rev-parse HEAD:{sub}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn sh(dir: &Path, script: &str) {
+        let st = Command::new("sh")
+            .arg("-ec")
+            .arg(script)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap();
+        assert!(st.success(), "{script}");
+    }
+
+    /// A tiny "kernel": a base commit, and two one-patch series made with
+    /// git format-patch, one touching kernel/ and one touching only tools/.
+    fn fixture(root: &Path) -> (Base, Series, Series) {
+        let repo = root.join("src");
+        std::fs::create_dir_all(repo.join("kernel")).unwrap();
+        std::fs::create_dir_all(repo.join("tools")).unwrap();
+        sh(
+            &repo,
+            "git init -q; git config user.email t@t; git config user.name t;
+             echo a > kernel/seccomp.c; echo b > kernel/fork.c; echo c > tools/bench.c;
+             git add -A; git commit -qm base; git tag base;
+             echo a2 > kernel/seccomp.c; git commit -qam k; git format-patch -q -1 -o ../k;
+             git reset -q --hard base; echo c2 > tools/bench.c; git commit -qam t; git format-patch -q -1 -o ../t;
+             git reset -q --hard base",
+        );
+        let commit = String::from_utf8(
+            Command::new("git")
+                .args(["-C"])
+                .arg(&repo)
+                .args(["rev-parse", "base"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let base = Base {
+            repo,
+            commit: commit.trim().to_string(),
+        };
+        (
+            base,
+            Series::load("k", &root.join("k")).unwrap(),
+            Series::load("t", &root.join("t")).unwrap(),
+        )
+    }
+
+    /// An empty directory of this test process's own.
+    fn scratch(name: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("kmatrix-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        root
+    }
+
+    #[test]
+    fn tools_only_series_keeps_the_kernel_id_and_switching_keeps_mtimes() {
+        let root = scratch("source");
+        let (base, k, t) = fixture(&root);
+        let cache = Cache::open(root.join("cache"), false).unwrap();
+        let mut log = |_: &str| {};
+        let trees = Trees::open(&base, "6.1", &cache, &mut log).unwrap();
+        let b = trees.variant_commit(None, &mut log).unwrap().unwrap();
+        let kc = trees.variant_commit(Some(&k), &mut log).unwrap().unwrap();
+        let tc = trees.variant_commit(Some(&t), &mut log).unwrap().unwrap();
+        assert_eq!(b, base.commit);
+        // Remembered: asking again applies nothing and gives the same commit.
+        assert_eq!(
+            trees
+                .variant_commit(Some(&k), &mut |l| panic!("re-applied: {l}"))
+                .unwrap()
+                .unwrap(),
+            kc
+        );
+        let base_id = kernel_tree_id(&trees.repo, &b).unwrap();
+        assert_eq!(
+            kernel_tree_id(&trees.repo, &tc).unwrap(),
+            base_id,
+            "tools/ only: same kernel"
+        );
+        assert_ne!(kernel_tree_id(&trees.repo, &kc).unwrap(), base_id);
+
+        let tree = trees.checkout_build(&b).unwrap().to_path_buf();
+        let fork = tree.join("kernel/fork.c");
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&fork)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let seccomp = tree.join("kernel/seccomp.c");
+        std::fs::File::options()
+            .write(true)
+            .open(&seccomp)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        // Applying series happens in the work tree: the build tree is untouched.
+        let t2 = Series::load("k", &root.join("k")).unwrap();
+        trees.variant_commit(Some(&t2), &mut log).unwrap().unwrap();
+        trees.checkout_work(&tc).unwrap();
+        assert_eq!(
+            std::fs::metadata(&seccomp).unwrap().modified().unwrap(),
+            old
+        );
+        // Switching the build tree rewrites only what differs.
+        trees.checkout_build(&kc).unwrap();
+        assert_eq!(std::fs::read_to_string(&seccomp).unwrap(), "a2\n");
+        assert!(std::fs::metadata(&seccomp).unwrap().modified().unwrap() > old);
+        assert_eq!(std::fs::metadata(&fork).unwrap().modified().unwrap(), old);
+        // The same commit again: nothing is touched at all.
+        let before = std::fs::metadata(&seccomp).unwrap().modified().unwrap();
+        trees.checkout_build(&kc).unwrap();
+        assert_eq!(
+            std::fs::metadata(&seccomp).unwrap().modified().unwrap(),
+            before
+        );
+        // A stray edit in the build tree is undone by the next checkout.
+        std::fs::write(&fork, "edited").unwrap();
+        trees.checkout_build(&kc).unwrap();
+        assert_eq!(std::fs::read_to_string(&fork).unwrap(), "b\n");
+        assert_eq!(
+            std::fs::read_to_string(trees.work.join("tools/bench.c")).unwrap(),
+            "c2\n"
+        );
+        drop(cache);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_patch_that_does_not_apply_names_the_file() {
+        let root = scratch("apply");
+        let (base, k, _) = fixture(&root);
+        let text = std::fs::read_to_string(&k.patches[0])
+            .unwrap()
+            .replace("-a\n", "-zzz\n");
+        std::fs::write(&k.patches[0], text).unwrap();
+        let broken = Series::load("k", &root.join("k")).unwrap();
+        let cache = Cache::open(root.join("cache"), false).unwrap();
+        let trees = Trees::open(&base, "6.1", &cache, &mut |_| {}).unwrap();
+        let e = trees
+            .variant_commit(Some(&broken), &mut |_| {})
+            .unwrap()
+            .err()
+            .expect("must not apply");
+        assert!(e.patch.ends_with("0001-k.patch"), "{}", e.patch.display());
+        assert!(e.detail.contains("kernel/seccomp.c"), "{}", e.detail);
+        drop(cache);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}

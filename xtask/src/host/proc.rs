@@ -1,0 +1,217 @@
+//! Host commands with a time limit. Every long host step (make, git am, tar,
+//! apt, guest compiles) runs through here: a step that hangs is killed with
+//! its whole process group after a generous bound, and the error names the
+//! step, the command and the bound. SIGINT/SIGTERM stop it too
+//! (host::signals). Quick queries (git rev-parse, gcc --version) use xshell.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use wait_timeout::ChildExt;
+
+/// Bounds for host steps. Generous: a bound exists to end a hang, not to
+/// judge speed. `KMATRIX_STEP_TIMEOUT_SCALE` (a float) scales them all, for
+/// slow hosts and for the tests that prove a bound fires.
+pub mod limit {
+    use std::time::Duration;
+    pub const MAKE_KERNEL: u64 = 3 * 3600;
+    pub const MAKE_CONFIG: u64 = 600;
+    pub const HEADERS: u64 = 900;
+    pub const GIT: u64 = 900;
+    pub const TAR: u64 = 1800;
+    pub const APT: u64 = 3600;
+    pub const GUEST_CC: u64 = 900;
+
+    pub fn scaled(secs: u64) -> Duration {
+        let f: f64 = std::env::var("KMATRIX_STEP_TIMEOUT_SCALE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1.0);
+        Duration::from_secs_f64((secs as f64 * f).max(0.1))
+    }
+}
+
+#[derive(Debug)]
+pub struct Finished {
+    /// Exit code, when the process exited (not killed by a signal).
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub elapsed: Duration,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Finished {
+    pub fn success(&self) -> bool {
+        self.code == Some(0) && !self.timed_out
+    }
+
+    /// "exit status 2", "killed by signal 6", "timed out after 900 s".
+    pub fn describe(&self) -> String {
+        if self.timed_out {
+            format!(
+                "timed out after {:.0} s and was killed",
+                self.elapsed.as_secs_f64()
+            )
+        } else if let Some(s) = self.signal {
+            format!("killed by signal {s}")
+        } else {
+            format!("exit status {}", self.code.unwrap_or(-1))
+        }
+    }
+}
+
+/// The command as a shell would show it (program and arguments).
+pub fn show(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs `cmd` to completion or `timeout`, streaming stdout lines to
+/// `on_line`; stderr is collected (up to 4 MiB). The child gets its own
+/// process group, killed whole on timeout or interruption.
+pub fn stream(
+    mut cmd: Command,
+    timeout: Duration,
+    mut on_line: impl FnMut(&str) + Send,
+) -> Result<Finished> {
+    let what = show(&cmd);
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("could not start `{what}`"))?;
+    crate::host::signals::register_child(child.id());
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let r = std::thread::scope(|s| {
+        let err = s.spawn(move || {
+            let mut buf = Vec::new();
+            let mut rd = stderr;
+            let _ = (&mut rd).take(4 << 20).read_to_end(&mut buf);
+            // Keep draining so the child never blocks on a full pipe.
+            let _ = std::io::copy(&mut rd, &mut std::io::sink());
+            String::from_utf8_lossy(&buf).into_owned()
+        });
+        let out = s.spawn(move || {
+            let mut all = String::new();
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                on_line(&line);
+                if all.len() < (4 << 20) {
+                    all.push_str(&line);
+                    all.push('\n');
+                }
+            }
+            all
+        });
+        let (status, timed_out) = match child.wait_timeout(timeout) {
+            Ok(Some(st)) => (Some(st), false),
+            Ok(None) | Err(_) => {
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.kill();
+                (child.wait().ok(), true)
+            }
+        };
+        let stdout = out.join().unwrap_or_default();
+        let stderr = err.join().unwrap_or_default();
+        Finished {
+            code: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
+            timed_out,
+            elapsed: start.elapsed(),
+            stdout,
+            stderr,
+        }
+    });
+    crate::host::signals::unregister_child(child.id());
+    Ok(r)
+}
+
+/// `stream` without a line callback.
+pub fn run(cmd: Command, timeout: Duration) -> Result<Finished> {
+    stream(cmd, timeout, |_| {})
+}
+
+/// Runs `cmd` within `timeout`, Err naming `step` unless it succeeds.
+pub fn checked(step: &str, cmd: Command, timeout: Duration) -> Result<Finished> {
+    let what = show(&cmd);
+    let f = run(cmd, timeout)?;
+    if !f.success() {
+        anyhow::bail!(
+            "{step}: `{what}` {}\n{}{}",
+            f.describe(),
+            tail(&f.stderr, 20),
+            tail(&f.stdout, 5)
+        );
+    }
+    Ok(f)
+}
+
+/// The last `n` lines of `text`.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut s = lines[lines.len().saturating_sub(n)..].join("\n");
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn a_hanging_step_is_killed_with_its_children_and_named() {
+        let t = Instant::now();
+        // The grandchild holds stdout open: only killing the group ends it.
+        let e = checked(
+            "make bzImage",
+            sh("echo building; (sleep 60; echo late) & sleep 60"),
+            Duration::from_millis(300),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(
+            e.starts_with("make bzImage: `sh -c") && e.contains("timed out after"),
+            "{e}"
+        );
+        assert!(e.contains("building"), "{e}");
+    }
+
+    #[test]
+    fn exit_status_signal_and_streamed_lines() {
+        let mut seen = Vec::new();
+        let f = stream(
+            sh("echo a; echo b; echo oops >&2; exit 3"),
+            Duration::from_secs(10),
+            |l| seen.push(l.to_string()),
+        )
+        .unwrap();
+        assert_eq!((f.code, f.signal, f.timed_out), (Some(3), None, false));
+        assert_eq!(seen, ["a", "b"]);
+        assert_eq!(f.stderr, "oops\n");
+        assert_eq!(f.describe(), "exit status 3");
+        let f = run(sh("kill -ABRT $$"), Duration::from_secs(10)).unwrap();
+        assert_eq!((f.code, f.signal), (None, Some(6)));
+        assert_eq!(f.describe(), "killed by signal 6");
+        assert!(!f.success());
+    }
+}

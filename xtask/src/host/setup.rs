@@ -1,0 +1,293 @@
+//! Host set-up: installs the Debian packages the harness needs (`cargo
+//! xtask setup`, also run by `matrix` when something is missing), and
+//! fetches the arm64 static busybox that cannot be installed beside the
+//! amd64 one.
+//!
+//! Supported hosts: Debian 12 (bookworm) on amd64, as root or with sudo.
+//! The default matrix's kernel source is Debian 12's `linux-source-6.1`
+//! package, which no other release (and no Ubuntu) has; elsewhere the
+//! set-up refuses with one message that says what to do instead.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::host::proc::{self, limit};
+
+/// Host packages, and why each is needed.
+const PACKAGES: &[(&str, &str)] = &[
+    ("make", "kernel build"),
+    ("gcc", "kernel build, x86_64 guest programs"),
+    ("libc6-dev", "static x86_64 guest programs"),
+    ("flex", "kconfig"),
+    ("bison", "kconfig"),
+    ("bc", "kernel build"),
+    ("libelf-dev", "objtool"),
+    ("libssl-dev", "kernel build (certs)"),
+    ("rsync", "make headers_install"),
+    ("cpio", "tests: reading back our initramfs"),
+    ("xz-utils", "unpacking linux-source tarballs"),
+    ("git", "variant trees with the series as commits"),
+    ("ccache", "faster rebuilds"),
+    ("busybox-static", "x86_64 guest userland"),
+    ("libcap-dev", "seccomp_bpf links libcap (x86_64)"),
+    ("libcap-dev:arm64", "seccomp_bpf links libcap (arm64)"),
+    ("gcc-aarch64-linux-gnu", "arm64 kernel and guest programs"),
+    ("libc6-dev-arm64-cross", "static arm64 guest programs"),
+    ("qemu-system-x86", "x86_64 guests"),
+    ("qemu-system-arm", "arm64 guests"),
+];
+
+/// `PRETTY_NAME` from /etc/os-release, for messages.
+fn host_name() -> String {
+    let text = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_string())
+        .unwrap_or_else(|| "an unknown system (no /etc/os-release)".into())
+}
+
+/// What to do on a host the set-up cannot serve.
+fn unsupported(what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{what}\n\
+         This host is {}. kmatrix's set-up supports Debian 12 (bookworm) on amd64: the default \
+         matrix builds Debian 12's linux-source-6.1 package, which Ubuntu and other releases do not have.\n\
+         What to do instead:\n\
+         - run it in a Debian 12 container, e.g. `podman run --rm -it -v \"$PWD\":/src -w /src \
+         --device /dev/kvm debian:bookworm` (install rustup, then `cargo xtask matrix`); or\n\
+         - install the tools yourself (qemu-system-x86, qemu-system-arm, gcc-aarch64-linux-gnu, \
+         busybox-static, libcap-dev, flex, bison, bc, libelf-dev, libssl-dev, rsync, cpio, git) and \
+         point [kernel.NAME] source in matrix.toml at a tarball or a git tree \
+         (source = {{ tarball = \"/path/linux-6.1.tar.xz\" }}), then run with --no-setup.",
+        host_name()
+    )
+}
+
+fn missing(packages: &[String]) -> Result<Vec<String>> {
+    let sh = xshell::Shell::new()?;
+    // dpkg-query exits 1 when some package is unknown: the output still
+    // lists the known ones, which is all we need.
+    let format = "-f=${Package}:${Architecture} ${db:Status-Abbrev}\n";
+    let out = xshell::cmd!(sh, "dpkg-query -W {format} {packages...}")
+        .quiet()
+        .ignore_status()
+        .output()
+        .map_err(|e| {
+            unsupported(&format!(
+                "cannot run dpkg-query ({e}): this is not a Debian system"
+            ))
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let native = native_arch();
+    let installed = |p: &str| {
+        let (name, arch) = p.split_once(':').unwrap_or((p, native.as_str()));
+        text.lines().any(|l| {
+            let (id, status) = l.split_once(' ').unwrap_or((l, ""));
+            let (n, a) = id.split_once(':').unwrap_or((id, ""));
+            n == name && (a == arch || a == "all") && status.starts_with("ii")
+        })
+    };
+    Ok(packages.iter().filter(|p| !installed(p)).cloned().collect())
+}
+
+fn native_arch() -> String {
+    let Ok(sh) = xshell::Shell::new() else {
+        return "amd64".into();
+    };
+    xshell::cmd!(sh, "dpkg --print-architecture")
+        .quiet()
+        .read()
+        .unwrap_or_else(|_| "amd64".into())
+}
+
+/// Packages apt has no candidate for (Ubuntu has no linux-source-6.1).
+fn uninstallable(packages: &[String]) -> Result<Vec<String>> {
+    let sh = xshell::Shell::new()?;
+    let text = xshell::cmd!(sh, "apt-cache policy {packages...}")
+        .quiet()
+        .ignore_status()
+        .read()?;
+    // `pkg:` blocks; a package apt does not know prints no block at all.
+    let mut ok = Vec::new();
+    let mut current: Option<String> = None;
+    for l in text.lines() {
+        if !l.starts_with(' ') && l.ends_with(':') {
+            current = Some(l.trim_end_matches(':').to_string());
+        } else if let (Some(p), Some(c)) = (&current, l.trim().strip_prefix("Candidate:")) {
+            if c.trim() != "(none)" {
+                ok.push(p.clone());
+            }
+        }
+    }
+    let native = native_arch();
+    Ok(packages
+        .iter()
+        .filter(|p| {
+            let bare = p.strip_suffix(&format!(":{native}")).unwrap_or(p);
+            !ok.iter().any(|o| o == *p || o == bare)
+        })
+        .cloned()
+        .collect())
+}
+
+/// Runs a command as root: directly when we are root, else through sudo.
+fn as_root(args: &[&str]) -> Result<()> {
+    let is_root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if is_root {
+        let mut c = Command::new(args[0]);
+        c.args(&args[1..]);
+        c
+    } else {
+        let mut c = Command::new("sudo");
+        c.args(args);
+        c
+    };
+    cmd.env("DEBIAN_FRONTEND", "noninteractive");
+    let shown = format!("{}{}", if is_root { "" } else { "sudo " }, args.join(" "));
+    // apt's own output goes to the log as it comes: it can take minutes.
+    let f = proc::stream(cmd, limit::scaled(limit::APT), |l| eprintln!("{l}"))
+        .with_context(|| format!("running {shown}"))?;
+    if !f.success() {
+        bail!("`{shown}` {}\n{}", f.describe(), proc::tail(&f.stderr, 20));
+    }
+    Ok(())
+}
+
+/// Ensures every package is installed; `extra` adds e.g. linux-source-X.Y.
+pub fn ensure(extra: &[String]) -> Result<()> {
+    let mut wanted: Vec<String> = PACKAGES.iter().map(|(p, _)| p.to_string()).collect();
+    wanted.extend(extra.iter().cloned());
+    let todo = missing(&wanted)?;
+    if todo.is_empty() {
+        return Ok(());
+    }
+    eprintln!("kmatrix setup: installing {}", todo.join(" "));
+    if native_arch() != "amd64" {
+        return Err(unsupported(&format!(
+            "the host architecture is {}, not amd64",
+            native_arch()
+        )));
+    }
+    let sh = xshell::Shell::new()?;
+    let foreign = xshell::cmd!(sh, "dpkg --print-foreign-architectures")
+        .quiet()
+        .read()
+        .unwrap_or_default();
+    if !foreign.lines().any(|a| a == "arm64") {
+        as_root(&["dpkg", "--add-architecture", "arm64"])?;
+    }
+    as_root(&["apt-get", "update", "-q"])?;
+    let none = uninstallable(&todo)?;
+    if !none.is_empty() {
+        return Err(unsupported(&format!(
+            "apt has no installable candidate for: {}",
+            none.join(" ")
+        )));
+    }
+    // --no-install-recommends keeps the image small; on these machines it also
+    // lets apt replace the backported qemu-utils that conflicts with 7.2.
+    let mut args = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
+    args.extend(todo.iter().map(String::as_str));
+    as_root(&args)?;
+    let still = missing(&wanted)?;
+    if !still.is_empty() {
+        bail!(
+            "packages still missing after apt-get install: {}",
+            still.join(" ")
+        );
+    }
+    Ok(())
+}
+
+/// The static busybox for a guest arch. arm64's comes from the Debian
+/// package, downloaded and unpacked into the cache (it cannot be installed
+/// beside the amd64 one).
+pub fn busybox(
+    arch: crate::plan::arch::Arch,
+    cache: &crate::host::cache::Cache,
+) -> Result<PathBuf> {
+    if Some(arch) == crate::plan::arch::Arch::host() {
+        let p = PathBuf::from("/bin/busybox");
+        if !p.exists() {
+            bail!("/bin/busybox is missing: run `cargo xtask setup` (package busybox-static)");
+        }
+        return Ok(p);
+    }
+    let dir = cache.dir(&["busybox", arch.name()]);
+    let bin = dir.join("bin/busybox");
+    if bin.exists() {
+        return Ok(bin);
+    }
+    let dl = cache.dir(&["busybox", "download"]);
+    std::fs::create_dir_all(&dl)?;
+    let mut get = Command::new("apt-get");
+    // Root downloading into a root-owned dir: no _apt sandbox user needed.
+    get.args([
+        "-o",
+        "APT::Sandbox::User=root",
+        "download",
+        arch.info().busybox_package,
+    ])
+    .current_dir(&dl);
+    proc::checked(
+        &format!(
+            "downloading {} into {}",
+            arch.info().busybox_package,
+            dl.display()
+        ),
+        get,
+        limit::scaled(limit::APT),
+    )?;
+    let deb = std::fs::read_dir(&dl)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.to_string_lossy()
+                .ends_with(&format!("_{}.deb", arch.info().debian))
+        })
+        .with_context(|| format!("no {} .deb downloaded", arch.info().busybox_package))?;
+    let mut x = Command::new("dpkg");
+    x.arg("-x").arg(&deb).arg(&dir);
+    proc::checked("dpkg -x", x, limit::scaled(limit::TAR))?;
+    if !bin.exists() {
+        bail!("unpacking {} did not give {}", deb.display(), bin.display());
+    }
+    Ok(bin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The refusal names the host and both ways out; what it names must be
+    /// true of this harness (a tarball source, --no-setup).
+    #[test]
+    fn refusal_names_the_host_and_what_to_do() {
+        let e = unsupported("apt has no installable candidate for: linux-source-6.1").to_string();
+        assert!(
+            e.starts_with("apt has no installable candidate for: linux-source-6.1\nThis host is "),
+            "{e}"
+        );
+        assert!(
+            e.contains("Debian 12 (bookworm)")
+                && e.contains("debian:bookworm")
+                && e.contains("--no-setup"),
+            "{e}"
+        );
+        assert!(e.contains("source = { tarball = "), "{e}");
+    }
+
+    /// On this (Debian) host apt knows the packages; a made-up one has no
+    /// candidate. Skips where apt-cache is absent.
+    #[test]
+    fn uninstallable_finds_packages_apt_cannot_install() {
+        if !std::path::Path::new("/usr/bin/apt-cache").exists() {
+            eprintln!("no apt-cache here: skipped");
+            return;
+        }
+        let got =
+            uninstallable(&["make".to_string(), "kmatrix-no-such-package".to_string()]).unwrap();
+        assert_eq!(got, ["kmatrix-no-such-package"]);
+    }
+}

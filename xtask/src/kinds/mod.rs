@@ -1,0 +1,75 @@
+//! Test kinds: the one seam a new kind of guest test plugs into.
+//!
+//! A kind says three things, and nothing else in the harness knows them:
+//! how its guest program is built (`recipe`: C sources and flags, or a
+//! script), what it runs in the guest (the program with its args, under the
+//! init's per-test timeout), and how its output becomes cases, metrics and
+//! errors (`interpret`, pure). The runner, the initramfs writer and the
+//! classifier call these through `of(kind)`; adding a kind is a variant of
+//! `plan::matrix::TestKind`, an impl here, and a row in `of`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::plan::matrix::{TestKind, TestSpec};
+use crate::schema::{CaseResult, Metric};
+
+mod bench;
+mod kselftest;
+mod shell;
+
+/// How a test's guest program comes to be.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recipe {
+    /// A busybox sh script carried in the initramfs as-is.
+    Script(String),
+    /// A static C program for the guest arch.
+    Compile {
+        sources: Vec<PathBuf>,
+        /// Compile against the tree's `make headers_install` (kselftests).
+        tree_headers: bool,
+        /// Extra `-I` directories.
+        includes: Vec<PathBuf>,
+        /// Content that identifies the program beyond its sources' bytes
+        /// (e.g. the selftest dir's tree id, the harness header).
+        key_parts: Vec<(String, String)>,
+        /// Guest timeout when the matrix gives none (seconds, real hardware).
+        default_timeout_s: u64,
+    },
+}
+
+/// What a test's output says, before the runner weighs exit status,
+/// timeouts and splats.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Interpreted {
+    pub cases: Vec<CaseResult>,
+    pub metrics: Vec<Metric>,
+    /// The output stopped before the program said it was done (a cut TAP
+    /// plan): the test fails with this reason.
+    pub incomplete: Option<String>,
+    /// Errors the program reported about itself (bench ERROR lines).
+    pub errors: Vec<String>,
+}
+
+/// What a kind may ask of its surroundings while interpreting.
+pub trait MetricDecls {
+    /// The matrix's `target_ci_pct` for a metric name, if declared.
+    fn target_ci_pct(&self, metric: &str) -> Option<f64>;
+}
+
+pub trait Kind: Sync {
+    /// How the guest program is built from the spec, the kernel tree the
+    /// tests come from, and this repository.
+    fn recipe(&self, test: &str, spec: &TestSpec, tree: &Path, repo_root: &Path) -> Result<Recipe>;
+    /// The test's output (from the results channel) as cases and metrics.
+    fn interpret(&self, test: &str, output: &str, decls: &dyn MetricDecls) -> Interpreted;
+}
+
+pub fn of(kind: TestKind) -> &'static dyn Kind {
+    match kind {
+        TestKind::Kselftest => &kselftest::Kselftest,
+        TestKind::Bench => &bench::Bench,
+        TestKind::Shell => &shell::Shell,
+    }
+}

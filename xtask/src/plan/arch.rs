@@ -1,0 +1,157 @@
+//! The guest architectures, and every fact the harness needs about one in a
+//! single table: adding a third arch is adding a row here (and its config
+//! fragment), not a `match` in every module.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    X86_64,
+    Arm64,
+}
+
+/// What differs between guest architectures.
+#[derive(Debug)]
+pub struct ArchInfo {
+    /// The kernel's `ARCH=` and the name used in cell ids and matrix.toml.
+    pub name: &'static str,
+    /// `CROSS_COMPILE=` when the host is x86_64 (None: the host's own gcc).
+    pub cross_prefix: Option<&'static str>,
+    /// `make` target and where the image lands in the O= dir.
+    pub image_target: &'static str,
+    pub image_path: &'static str,
+    pub qemu_binary: &'static str,
+    /// `-M` (None: QEMU's default machine).
+    pub machine: Option<&'static str>,
+    /// `-cpu` model. arm64: pauth-impdef avoids TCG's slow architected
+    /// pointer-authentication algorithm; GICv3 (in `machine`) allows more
+    /// than 8 vCPUs.
+    pub cpu: &'static str,
+    /// The kernel's serial console device.
+    pub console: &'static str,
+    /// The virtio-serial transport for the results channel.
+    pub virtio_serial: &'static str,
+    /// Debian's architecture name (dpkg, multiarch packages).
+    pub debian: &'static str,
+    /// Where the static busybox comes from: the host's /bin/busybox when the
+    /// guest arch is the host's, else this package downloaded and unpacked.
+    pub busybox_package: &'static str,
+}
+
+const X86_64: ArchInfo = ArchInfo {
+    name: "x86_64",
+    cross_prefix: None,
+    image_target: "bzImage",
+    image_path: "arch/x86/boot/bzImage",
+    qemu_binary: "qemu-system-x86_64",
+    machine: None,
+    cpu: "max",
+    console: "ttyS0",
+    virtio_serial: "virtio-serial-pci",
+    debian: "amd64",
+    busybox_package: "busybox-static:amd64",
+};
+
+const ARM64: ArchInfo = ArchInfo {
+    name: "arm64",
+    cross_prefix: Some("aarch64-linux-gnu-"),
+    image_target: "Image",
+    image_path: "arch/arm64/boot/Image",
+    qemu_binary: "qemu-system-aarch64",
+    machine: Some("virt,gic-version=3"),
+    cpu: "max,pauth-impdef=on",
+    console: "ttyAMA0",
+    virtio_serial: "virtio-serial-device",
+    debian: "arm64",
+    busybox_package: "busybox-static:arm64",
+};
+
+impl Arch {
+    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Arm64];
+
+    pub fn info(self) -> &'static ArchInfo {
+        match self {
+            Arch::X86_64 => &X86_64,
+            Arch::Arm64 => &ARM64,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    pub fn parse(s: &str) -> Option<Arch> {
+        Arch::ALL.into_iter().find(|a| a.name() == s)
+    }
+
+    pub fn names() -> Vec<&'static str> {
+        Arch::ALL.iter().map(|a| a.name()).collect()
+    }
+
+    /// The guest arch that runs natively on this host (KVM is possible).
+    pub fn host() -> Option<Arch> {
+        if cfg!(target_arch = "x86_64") {
+            Some(Arch::X86_64)
+        } else if cfg!(target_arch = "aarch64") {
+            Some(Arch::Arm64)
+        } else {
+            None
+        }
+    }
+
+    /// The C compiler for kernel and guest programs of this arch.
+    pub fn gcc(self) -> String {
+        format!("{}gcc", self.info().cross_prefix.unwrap_or(""))
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for Arch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Arch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Arch, D::Error> {
+        let s = String::deserialize(d)?;
+        Arch::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown arch `{s}`, expected one of {:?}",
+                Arch::names()
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_is_refused() {
+        for a in Arch::ALL {
+            assert_eq!(Arch::parse(a.name()), Some(a));
+            assert_eq!(
+                serde_json::from_str::<Arch>(&serde_json::to_string(&a).unwrap()).unwrap(),
+                a
+            );
+        }
+        assert_eq!(Arch::parse("riscv"), None);
+        assert!(serde_json::from_str::<Arch>("\"mips\"")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown arch `mips`"));
+    }
+
+    #[test]
+    fn cross_compiler_only_for_the_foreign_arch() {
+        assert_eq!(Arch::X86_64.gcc(), "gcc");
+        assert_eq!(Arch::Arm64.gcc(), "aarch64-linux-gnu-gcc");
+    }
+}
