@@ -506,3 +506,176 @@ fn corrupt_cached_kernel_is_detected_and_rebuilt() {
     assert_eq!(c["timings"]["build_cached"], false);
     assert_eq!(c["build_key"].as_str().unwrap(), key);
 }
+
+/// A copy of the fake half-working-KVM QEMU in a directory of its own, so
+/// its accelerator verdicts (kept per QEMU binary and host boot) start
+/// fresh in every run of this suite. Returns (dir, PATH with it first).
+fn fake_kvm_host(name: &str) -> (PathBuf, String) {
+    let dir = out_dir(&format!("{name}-bin"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fake = dir.join("qemu-system-x86_64");
+    std::fs::copy(repo().join("tests/faults/fake-kvm/qemu-system-x86_64"), &fake).unwrap();
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
+    (dir, path)
+}
+
+/// Fields of a cell as strings, for messages.
+fn field<'a>(c: &'a Value, k: &str) -> &'a str {
+    c[k].as_str().unwrap_or("")
+}
+
+/// The host a fresh machine turned out to be: /dev/kvm exists, a probe
+/// that does not use the cells' CPU model runs, and then `-accel kvm -cpu
+/// max` aborts QEMU (`failed to set MSR 0x10a`, an assertion). The fake
+/// lets the probe through (it has no results port) and aborts every cell
+/// under KVM: the cell must be booted again under TCG and pass, record why
+/// KVM was given up, and never be called a crash.
+#[test]
+fn kvm_that_passes_the_probe_then_aborts_falls_back_to_tcg() {
+    let (dir, path) = fake_kvm_host("kvm-abort-cells");
+    let kvm = dir.join("kvm");
+    std::fs::write(&kvm, "").unwrap();
+    let log = dir.join("fake.log");
+    let r = faults(
+        "kvm-abort-cells",
+        &["--cell", BASE, "--test", "seccomp_bpf", "--test", "after"],
+        &[("PATH", &path), ("KMATRIX_KVM_DEVICE", kvm.to_str().unwrap()), ("KMATRIX_FAKE_KVM", "abort-cells"), ("KMATRIX_FAKE_KVM_LOG", log.to_str().unwrap())],
+    );
+    let c = cell(&r);
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(c["outcome"], "pass", "{c}\nfake QEMU calls:\n{calls}");
+    assert_eq!(r.code, 0);
+    assert!(calls.contains("exec-tcg"), "the probe ran through the fake: {calls}");
+    assert!(calls.contains("abort"), "a cell ran under KVM and QEMU aborted: {calls}");
+    assert!(field(c, "accel").starts_with("tcg"), "{c}");
+    assert!(field(c, "kvm_given_up").contains("signal 6"), "{c}");
+    assert!(field(c, "accel_reason").contains("KVM given up"), "{c}");
+    let ev = evidence(c);
+    assert!(ev.contains("failed to set MSR 0x10a"), "QEMU's stderr is the evidence: {ev}");
+    // The KVM attempt's console is kept beside the TCG boot's.
+    assert!(out_dir_of(&r, "kvm-abort-cells").join("console.kvm.log").exists());
+}
+
+/// The same host, but the probe is the one cells run: with the fake
+/// aborting under KVM whatever it runs, the probe itself says TCG, and no
+/// cell ever starts under KVM.
+#[test]
+fn kvm_probe_runs_the_cells_cpu_model_and_says_tcg() {
+    let (dir, path) = fake_kvm_host("kvm-abort-all");
+    let kvm = dir.join("kvm");
+    std::fs::write(&kvm, "").unwrap();
+    let log = dir.join("fake.log");
+    let r = faults(
+        "kvm-abort-all",
+        &["--cell", BASE, "--test", "after"],
+        &[("PATH", &path), ("KMATRIX_KVM_DEVICE", kvm.to_str().unwrap()), ("KMATRIX_FAKE_KVM", "abort-all"), ("KMATRIX_FAKE_KVM_LOG", log.to_str().unwrap())],
+    );
+    let c = cell(&r);
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(c["outcome"], "pass", "{c}\n{calls}");
+    assert!(field(c, "accel").starts_with("tcg"), "{c}");
+    assert!(field(c, "accel_reason").contains("KVM probe") && field(c, "accel_reason").contains("signal 6"), "{c}");
+    assert!(c["kvm_given_up"].is_null(), "the probe caught it; no cell fell back: {c}");
+    assert_eq!(calls.matches("abort").count(), 1, "only the probe met KVM: {calls}");
+}
+
+/// KMATRIX_ACCEL=kvm always wins over the probe and its memo; and when
+/// QEMU then dies under KVM, the cell still falls back to TCG.
+#[test]
+fn forced_kvm_is_obeyed_and_still_falls_back() {
+    let (_dir, path) = fake_kvm_host("kvm-forced");
+    let r = faults("kvm-forced", &["--cell", BASE, "--test", "after"], &[("PATH", &path), ("KMATRIX_ACCEL", "kvm"), ("KMATRIX_FAKE_KVM", "abort-all")]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "pass", "{c}");
+    assert!(field(c, "kvm_given_up").contains("signal 6"), "{c}");
+    // A value that is neither is refused before any work.
+    let o = xtask().args(["list"]).env("KMATRIX_ACCEL", "kvmm").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("KMATRIX_ACCEL=kvmm"));
+}
+
+/// QEMU killed under a running test (the OOM killer, a user's kill -9) is
+/// QEMU's failure: infra-error with the signal, not a kernel crash.
+#[test]
+fn qemu_killed_mid_run_is_an_infra_error() {
+    let _guard = serial();
+    let out = out_dir("qemu-killed");
+    let marker = format!("kmatrix.killed_test={}", std::process::id());
+    let mut child = xtask()
+        .args(["matrix", "--matrix", "tests/faults/faults.toml", "--cell", BASE, "--test", "longsleep", "--test", "after", "--cmdline", &marker, "--out"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let results = out.join("cells").join(BASE.replace('/', "__")).join("results.log");
+    let deadline = Instant::now() + Duration::from_secs(900);
+    loop {
+        if std::fs::read_to_string(&results).unwrap_or_default().contains("START longsleep") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "longsleep never started");
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("xtask exited ({st}) before the test started");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for pid in qemu_with(&marker) {
+        unsafe { libc_kill(pid as i32, 9) };
+    }
+    let st = child.wait().unwrap();
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let c = &run["cells"][0];
+    assert_eq!(c["outcome"], "infra-error", "{c}");
+    assert_eq!(st.code(), Some(1));
+    let ev = evidence(c);
+    assert!(ev.contains("killed by signal 9") && ev.contains("not the guest's"), "{ev}");
+    assert_eq!(test(c, "longsleep")["outcome"], "infra-error", "{c}");
+}
+
+/// A results.json the harness cannot read (damaged, or another schema) is
+/// never replaced: --resume and --out refuse with exit 2 and the reason.
+#[test]
+fn unreadable_results_json_is_refused_not_overwritten() {
+    let _guard = serial();
+    for (name, text) in [("damaged", "{\"schema\": 2, \"cells\": [ {\"id\": \"6.1/base"), ("old-schema", "{\"schema\": 1, \"started\": \"x\", \"cells\": []}")] {
+        let out = out_dir(&format!("unreadable-{name}"));
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("results.json"), text).unwrap();
+        for flag in ["--resume", "--out"] {
+            let o = xtask().args(["matrix", "--no-setup", "--matrix", "tests/faults/faults.toml", "--cell", BASE, "--test", "after", flag]).arg(&out).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{name} {flag}: {err}");
+            assert!(err.contains("refusing to overwrite") && err.contains("results.json"), "{name} {flag}: {err}");
+            assert_eq!(std::fs::read_to_string(out.join("results.json")).unwrap(), text, "{name} {flag}: the file was changed");
+        }
+    }
+}
+
+/// A BUG: report the kernel survives (a real one, from a real kernel: the
+/// splat patch's prctl prints what __might_resched() prints) fails the test
+/// that ran, with the splat as evidence; it is not a crash, and the tests
+/// after it run. The splat kernel differs from base in kernel/sys.c only:
+/// its build reuses the shared O= dir (timings.build_incremental).
+#[test]
+fn non_fatal_bug_splat_fails_the_test_not_the_kernel() {
+    let r = faults("splat", &["--cell", "6.1/splat/x86_64/tiny", "--test", "splat", "--test", "after"], &[]);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "fail", "{c}");
+    let t = test(c, "splat");
+    assert_eq!(t["outcome"], "fail", "{t}");
+    assert!(t["reason"].as_str().unwrap().contains("BUG: sleeping function called from invalid context"), "{t}");
+    assert_eq!(test(c, "after")["outcome"], "pass");
+    let ev = evidence(c);
+    assert!(ev.contains("while test splat ran") && ev.contains("the kernel went on"), "{ev}");
+    assert!(ev.contains("dump_stack") || ev.contains("Call Trace"), "{ev}");
+    let tm = &c["timings"];
+    println!(
+        "splat variant build: {:.1}s, cached {}, incremental {} (a cold build here is ~230 s)",
+        tm["build_s"].as_f64().unwrap_or(0.0),
+        tm["build_cached"],
+        tm["build_incremental"]
+    );
+    if tm["build_cached"] == false {
+        assert_eq!(tm["build_incremental"], true, "the O= dir held an earlier variant's build: {tm}");
+    }
+}

@@ -250,7 +250,17 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     // replace theirs. One that cannot be read is never replaced: its
     // finished cells would be lost.
     let mut run = if results_path.exists() {
-        match results::Run::load(&results_path) {
+        let loaded = results::Run::load(&results_path).and_then(|r| {
+            anyhow::ensure!(
+                r.schema == results::SCHEMA_VERSION,
+                "{} has results.json schema {}; this harness writes schema {}",
+                results_path.display(),
+                r.schema,
+                results::SCHEMA_VERSION
+            );
+            Ok(r)
+        });
+        match loaded {
             Ok(r) => r,
             Err(e) => {
                 eprintln!(
