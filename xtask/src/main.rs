@@ -46,7 +46,7 @@ enum Cmd {
         #[arg(long, default_value = "matrix.toml")]
         matrix: PathBuf,
     },
-    /// Install the host packages the harness needs (Debian/Ubuntu, root or sudo).
+    /// Install the host packages the harness needs (Debian 12, root or sudo).
     Setup,
     /// Print the cell ids the matrix expands to (one per line, or JSON for CI fan-out).
     List {
