@@ -23,6 +23,8 @@ pub struct Program {
     pub binary: PathBuf,
     pub script: Option<String>,
     pub args: Vec<String>,
+    /// Guest timeout for real hardware; the initramfs scales it for the
+    /// accelerator (`timeout_scale`).
     pub timeout_s: u64,
     pub compile_cmd: String,
 }
@@ -68,7 +70,11 @@ pub struct CompileJob<'a> {
     /// Tree the kselftests come from, and its kernel id (for headers).
     pub tree: &'a Path,
     pub tree_kernel_id: &'a str,
-    pub scale_timeouts: u64,
+}
+
+/// kselftest timeouts assume real hardware; emulation is slower.
+pub fn timeout_scale(accel: &crate::boot::qemu::Accel) -> u64 {
+    if *accel == crate::boot::qemu::Accel::Kvm { 1 } else { 3 }
 }
 
 /// The cache key of a compiled program: compiler, flags, libraries, the
@@ -108,7 +114,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                 binary: PathBuf::from("run.sh"),
                 script: Some(text),
                 args: spec.args.clone(),
-                timeout_s: spec.timeout_s.unwrap_or(60) * job.scale_timeouts,
+                timeout_s: spec.timeout_s.unwrap_or(60),
                 compile_cmd: String::new(),
             }));
         }
@@ -181,7 +187,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
         binary: binary.clone(),
         script: None,
         args: spec.args.clone(),
-        timeout_s: spec.timeout_s.unwrap_or(default_timeout) * job.scale_timeouts,
+        timeout_s: spec.timeout_s.unwrap_or(default_timeout),
         compile_cmd: compile_cmd.clone(),
     };
     if binary.exists() {
@@ -211,7 +217,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
 }
 
 /// The initramfs: busybox, our init, the test list and the programs.
-pub fn initramfs(repo_root: &Path, busybox: &Path, programs: &[Program]) -> Result<Vec<u8>> {
+pub fn initramfs(repo_root: &Path, busybox: &Path, programs: &[Program], timeout_scale: u64) -> Result<Vec<u8>> {
     let dir = |p: &str| Entry::Dir {
         path: p.into(),
         mode: 0o755,
@@ -270,7 +276,7 @@ pub fn initramfs(repo_root: &Path, busybox: &Path, programs: &[Program]) -> Resu
         list.push_str(&format!(
             "{} {} ./{bin} {}\n",
             p.test,
-            p.timeout_s,
+            p.timeout_s * timeout_scale,
             p.args.join(" ")
         ));
     }

@@ -235,6 +235,8 @@ struct Prepared {
     image: PathBuf,
     initrd: PathBuf,
     choice: Choice,
+    programs: Vec<Program>,
+    busybox: PathBuf,
 }
 
 /// Source, config, build and rootfs. Err(result): a recorded failure.
@@ -443,7 +445,7 @@ fn prepare(
     let probe_initrd = dir.join("probe-initramfs.cpio.gz");
     std::fs::write(
         &probe_initrd,
-        guest::initramfs(&ctx.repo_root, &busybox, &[])?,
+        guest::initramfs(&ctx.repo_root, &busybox, &[], 1)?,
     )?;
     let choice = ctx.accel.choose(
         cell.arch,
@@ -461,8 +463,6 @@ fn prepare(
         arch: cell.arch,
         tree: &test_tree,
         tree_kernel_id: &test_kernel_id,
-        // kselftest timeouts assume real hardware; emulation is slower.
-        scale_timeouts: if choice.accel == Accel::Kvm { 1 } else { 3 },
     };
     let mut programs: Vec<Program> = Vec::new();
     for tname in &cell.tests {
@@ -493,7 +493,7 @@ fn prepare(
     }
     std::fs::write(
         &initrd,
-        guest::initramfs(&ctx.repo_root, &busybox, &programs)?,
+        guest::initramfs(&ctx.repo_root, &busybox, &programs, guest::timeout_scale(&choice.accel))?,
     )?;
     r.timings.rootfs_s = t.elapsed().as_secs_f64();
     Ok(Ok(Prepared {
@@ -501,6 +501,8 @@ fn prepare(
         image: built.image,
         initrd,
         choice,
+        programs,
+        busybox,
     }))
 }
 
@@ -541,6 +543,8 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
         image,
         initrd,
         choice,
+        programs,
+        busybox,
     } = match prepare(ctx, cell, ev, dir)? {
         Ok(x) => x,
         Err(r) => return Ok(r),
@@ -577,6 +581,8 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
         ));
         let first = r.0;
         accel = c.accel.clone();
+        // The tests' timeouts were scaled for KVM: rewrite for TCG.
+        std::fs::write(&initrd, guest::initramfs(&ctx.repo_root, &busybox, &programs, guest::timeout_scale(&accel))?)?;
         let mut again = pre_boot.clone();
         again.accel = accel.qemu_arg();
         again.accel_reason = Some(c.why.clone());
