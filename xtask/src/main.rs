@@ -359,11 +359,11 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     Ok(if bad.is_empty() { 0 } else { 1 })
 }
 
-fn report_regressions(cs: &[compare::Comparison]) -> bool {
+fn report_regressions(cs: &[results::Comparison]) -> bool {
     let mut any = false;
     for c in cs
         .iter()
-        .filter(|c| c.verdict == compare::Verdict::Regressed)
+        .filter(|c| c.verdict == results::Verdict::Regressed)
     {
         eprintln!(
             "REGRESSION {} {} vs {} {}: {:+.1}% [{:+.1}%, {:+.1}%], p={:.4}",

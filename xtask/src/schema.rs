@@ -2,6 +2,11 @@
 //!
 //! Written after every cell through a temporary file and a rename, so a run
 //! killed at any point leaves the last complete document behind.
+//!
+//! A leaf: it imports nothing of the harness (std, serde, anyhow and
+//! serde_json only), so every stage can depend on it and it on none of them.
+//! What is computed (classification, statistics, verdicts) lives with the
+//! stage that computes it; only the serialized shapes live here.
 
 use std::path::{Path, PathBuf};
 
@@ -58,9 +63,9 @@ pub struct Run {
     pub host: Host,
     pub matrix: String,
     pub cells: Vec<CellResult>,
-    /// A/B comparisons of metrics (compare.rs), refreshed after every cell.
+    /// A/B comparisons of metrics (report/compare.rs), refreshed after every cell.
     #[serde(default)]
-    pub comparisons: Vec<crate::report::compare::Comparison>,
+    pub comparisons: Vec<Comparison>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -229,6 +234,134 @@ impl Metric {
     }
 }
 
+/// Which way a metric is better; declared per metric in matrix.toml
+/// (`better = "lower"`) and kept with every comparison.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+/// What a comparison compares.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ComparisonKind {
+    /// The base cell against a series cell of the same kernel/arch/config,
+    /// one metric name on both sides.
+    Variants,
+    /// Two metrics of one cell (a `[[within]]` pair), from the same boots.
+    Within,
+}
+
+impl ComparisonKind {
+    /// The name in results.json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ComparisonKind::Variants => "variants",
+            ComparisonKind::Within => "within",
+        }
+    }
+}
+
+impl std::fmt::Display for ComparisonKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The judgement of a comparison. `as_str` (and Display, as for `Outcome`) is
+/// its name in results.json; `describe` is the words a report shows.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Improved,
+    Regressed,
+    NoChange,
+    TooNoisy,
+    TooFewSamples,
+}
+
+impl Verdict {
+    /// The name in results.json.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::NoChange => "no-change",
+            Verdict::TooNoisy => "too-noisy",
+            Verdict::TooFewSamples => "too-few-samples",
+        }
+    }
+
+    /// The verdict in words, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::NoChange => "no significant change",
+            Verdict::TooNoisy => "too noisy to judge",
+            Verdict::TooFewSamples => "too few samples",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The test that gave a comparison's p-value.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PTest {
+    /// Mann-Whitney U on the samples (one boot on a side, or paired metrics).
+    MannWhitney,
+    /// Welch's t on the log of the per-boot medians (several boots a side).
+    WelchBootMedians,
+}
+
+/// One A/B comparison of a metric, as report/compare.rs computed it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Comparison {
+    pub kind: ComparisonKind,
+    pub base_cell: String,
+    pub new_cell: String,
+    pub base_metric: String,
+    pub new_metric: String,
+    pub unit: String,
+    pub n_base: usize,
+    pub n_new: usize,
+    pub median_base: f64,
+    pub median_new: f64,
+    pub pct_change: f64,
+    pub ci95_lo: f64,
+    pub ci95_hi: f64,
+    pub p_value: f64,
+    pub cv_base: f64,
+    pub cv_new: f64,
+    pub better: Better,
+    pub min_effect_pct: f64,
+    pub verdict: Verdict,
+    /// Boots the samples came from (the CI accounts for boot-to-boot spread).
+    #[serde(default = "one")]
+    pub boots_base: usize,
+    #[serde(default = "one")]
+    pub boots_new: usize,
+    /// Which test gave `p_value`.
+    #[serde(default = "mann_whitney")]
+    pub p_test: PTest,
+}
+
+fn mann_whitney() -> PTest {
+    PTest::MannWhitney
+}
+
+fn one() -> usize {
+    1
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Timings {
     pub source_s: f64,
@@ -310,6 +443,94 @@ mod tests {
         }
     }
 
+    /// A comparison as results.json has always spelt it (kind, verdict,
+    /// better and p_test by name).
+    const COMPARISON_JSON: &str = r#"{"kind":"within","base_cell":"6.1/s/x86_64/tiny","new_cell":"6.1/s/x86_64/tiny","base_metric":"b.default.x","new_metric":"b.sync.x","unit":"us/op","n_base":30,"n_new":30,"median_base":100.0,"median_new":80.0,"pct_change":-20.0,"ci95_lo":-30.5,"ci95_hi":-9.25,"p_value":0.001,"cv_base":0.1,"cv_new":0.2,"better":"lower","min_effect_pct":5.0,"verdict":"too-noisy","boots_base":3,"boots_new":3,"p_test":"welch-boot-medians"}"#;
+
+    fn comparison() -> Comparison {
+        serde_json::from_str(COMPARISON_JSON).unwrap()
+    }
+
+    #[test]
+    fn comparison_json_is_unchanged_by_typing_it() {
+        let c = comparison();
+        assert_eq!(
+            (c.kind, c.verdict, c.better, c.p_test),
+            (
+                ComparisonKind::Within,
+                Verdict::TooNoisy,
+                Better::Lower,
+                PTest::WelchBootMedians
+            )
+        );
+        assert_eq!(serde_json::to_string(&c).unwrap(), COMPARISON_JSON);
+        // Documents written before boots and p_test were recorded.
+        let old = COMPARISON_JSON
+            .replace(
+                r#","boots_base":3,"boots_new":3,"p_test":"welch-boot-medians""#,
+                "",
+            )
+            .replace(r#""kind":"within""#, r#""kind":"variants""#);
+        let c: Comparison = serde_json::from_str(&old).unwrap();
+        assert_eq!(
+            (c.kind, c.boots_base, c.boots_new, c.p_test),
+            (ComparisonKind::Variants, 1, 1, PTest::MannWhitney)
+        );
+        assert!(
+            serde_json::from_str::<Comparison>(&COMPARISON_JSON.replace("within", "inside"))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn verdict_and_kind_names_are_serdes_and_reports_get_words() {
+        // Every variant, by construction: a new one does not compile until
+        // it is added to this match and to the tables below.
+        let json_and_words = |v: Verdict| match v {
+            Verdict::Improved => ("improved", "improved"),
+            Verdict::Regressed => ("regressed", "regressed"),
+            Verdict::NoChange => ("no-change", "no significant change"),
+            Verdict::TooNoisy => ("too-noisy", "too noisy to judge"),
+            Verdict::TooFewSamples => ("too-few-samples", "too few samples"),
+        };
+        for v in [
+            Verdict::Improved,
+            Verdict::Regressed,
+            Verdict::NoChange,
+            Verdict::TooNoisy,
+            Verdict::TooFewSamples,
+        ] {
+            let (json, words) = json_and_words(v);
+            assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{json}\""));
+            assert_eq!(v.as_str(), json);
+            assert_eq!(v.to_string(), json);
+            assert_eq!(v.describe(), words);
+            assert_eq!(
+                serde_json::from_str::<Verdict>(&format!("\"{json}\"")).unwrap(),
+                v
+            );
+        }
+        let kind_json = |k: ComparisonKind| match k {
+            ComparisonKind::Variants => "variants",
+            ComparisonKind::Within => "within",
+        };
+        for k in [ComparisonKind::Variants, ComparisonKind::Within] {
+            assert_eq!(
+                serde_json::to_string(&k).unwrap(),
+                format!("\"{}\"", kind_json(k))
+            );
+            assert_eq!(k.as_str(), kind_json(k));
+        }
+        assert_eq!(
+            serde_json::to_string(&[PTest::MannWhitney, PTest::WelchBootMedians]).unwrap(),
+            r#"["mann-whitney","welch-boot-medians"]"#
+        );
+        assert_eq!(
+            serde_json::to_string(&[Better::Lower, Better::Higher]).unwrap(),
+            r#"["lower","higher"]"#
+        );
+    }
+
     #[test]
     fn save_is_atomic_and_round_trips() {
         let dir = std::env::temp_dir().join(format!("kmatrix-results-{}", std::process::id()));
@@ -320,8 +541,8 @@ mod tests {
             started: "t".into(),
             host: Host::default(),
             matrix: "matrix.toml".into(),
-            cells: vec![],
-            comparisons: vec![],
+            cells: vec![CellResult::blank("6.1/s/x86_64/tiny", Outcome::Pass)],
+            comparisons: vec![comparison()],
         };
         run.save(&path).unwrap();
         assert!(!path.with_extension("json.tmp").exists());

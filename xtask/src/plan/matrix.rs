@@ -31,12 +31,8 @@ pub struct Matrix {
     pub within: Vec<Within>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    Lower,
-    Higher,
-}
+/// Declared here, kept with every comparison in results.json.
+pub use crate::schema::Better;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

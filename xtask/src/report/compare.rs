@@ -9,77 +9,13 @@
 //! no change worth reporting is plausible) and "too noisy to judge" (it
 //! reaches past the minimum effect: more samples could still find one).
 
-use serde::{Deserialize, Serialize};
-
-use crate::plan::matrix::{Better, Matrix};
+use crate::plan::matrix::Matrix;
 use crate::report::stats;
-use crate::schema::{CellResult, Metric, Run};
+use crate::schema::{Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Verdict};
 
 pub const ALPHA: f64 = 0.05;
 const RESAMPLES: usize = 10_000;
 const SEED: u64 = 0x6b6d_6174_7269_78;
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Improved,
-    Regressed,
-    NoChange,
-    TooNoisy,
-    TooFewSamples,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Improved => "improved",
-            Verdict::Regressed => "regressed",
-            Verdict::NoChange => "no significant change",
-            Verdict::TooNoisy => "too noisy to judge",
-            Verdict::TooFewSamples => "too few samples",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Comparison {
-    /// `variants` (base cell vs series cell) or `within` (two metrics, one cell).
-    pub kind: String,
-    pub base_cell: String,
-    pub new_cell: String,
-    pub base_metric: String,
-    pub new_metric: String,
-    pub unit: String,
-    pub n_base: usize,
-    pub n_new: usize,
-    pub median_base: f64,
-    pub median_new: f64,
-    pub pct_change: f64,
-    pub ci95_lo: f64,
-    pub ci95_hi: f64,
-    pub p_value: f64,
-    pub cv_base: f64,
-    pub cv_new: f64,
-    pub better: Better,
-    pub min_effect_pct: f64,
-    pub verdict: Verdict,
-    /// Boots the samples came from (the CI accounts for boot-to-boot spread).
-    #[serde(default = "one")]
-    pub boots_base: usize,
-    #[serde(default = "one")]
-    pub boots_new: usize,
-    /// Which test gave `p_value`.
-    #[serde(default = "mann_whitney")]
-    pub p_test: PTest,
-}
-
-fn mann_whitney() -> PTest {
-    PTest::MannWhitney
-}
-
-fn one() -> usize {
-    1
-}
 
 #[cfg(test)]
 pub fn compare_samples(
@@ -137,13 +73,6 @@ pub fn compare_boots(
     Some((ci, p, verdict, sb.cv, sn.cv))
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum PTest {
-    MannWhitney,
-    WelchBootMedians,
-}
-
 fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], paired: bool) -> PTest {
     if !paired && base_boots.len() > 1 && new_boots.len() > 1 {
         PTest::WelchBootMedians
@@ -153,7 +82,7 @@ fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], paired: bool) -> PTest {
 }
 
 fn make(
-    kind: &str,
+    kind: ComparisonKind,
     m: &Matrix,
     bc: &CellResult,
     bm: &Metric,
@@ -165,12 +94,12 @@ fn make(
     }
     let (better, min_effect_pct) = m.metric_spec(&nm.name);
     // Two metrics of one cell come from the same boots: resample them paired.
-    let paired = kind == "within";
+    let paired = kind == ComparisonKind::Within;
     let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
     let (ci, p, verdict, cv_base, cv_new) =
         compare_boots(&base_boots, &new_boots, paired, better, min_effect_pct)?;
     Some(Comparison {
-        kind: kind.into(),
+        kind,
         base_cell: bc.id.clone(),
         new_cell: nc.id.clone(),
         base_metric: bm.name.clone(),
@@ -209,7 +138,7 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
         };
         for nm in &nc.metrics {
             if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                out.extend(make("variants", m, bc, bm, nc, nm));
+                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm));
             }
         }
     }
@@ -223,7 +152,7 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
                     .iter()
                     .find(|x| x.name == format!("{}{suffix}", w.new))
                 {
-                    out.extend(make("within", m, c, bm, c, nm));
+                    out.extend(make(ComparisonKind::Within, m, c, bm, c, nm));
                 }
             }
         }
@@ -238,10 +167,9 @@ pub fn markdown(cs: &[Comparison]) -> String {
     let mut s = String::from("\n## Comparisons\n\n| new | vs base | median base | median new | change | 95% CI | p | verdict |\n|---|---|---|---|---|---|---|---|\n");
     for c in cs {
         let new = format!("{} {}", c.new_cell, c.new_metric);
-        let base = if c.kind == "within" {
-            c.base_metric.clone()
-        } else {
-            c.base_cell.clone()
+        let base = match c.kind {
+            ComparisonKind::Within => c.base_metric.clone(),
+            ComparisonKind::Variants => c.base_cell.clone(),
         };
         let boots = if c.boots_base > 1 || c.boots_new > 1 {
             format!(" ({} vs {} boots)", c.boots_base, c.boots_new)
@@ -262,7 +190,7 @@ pub fn markdown(cs: &[Comparison]) -> String {
             c.ci95_lo,
             c.ci95_hi,
             c.p_value,
-            c.verdict.as_str()
+            c.verdict.describe()
         );
     }
     s
@@ -369,6 +297,55 @@ mod tests {
         let (ci, _, v, _, _) = compare_boots(&b, &n, true, Better::Lower, 1.0).unwrap();
         assert!(ci.lo > 0.0, "{ci:?}");
         assert_eq!(v, Verdict::Regressed);
+    }
+
+    #[test]
+    fn table_names_the_base_by_kind_and_gives_the_verdict_in_words() {
+        let c = Comparison {
+            kind: ComparisonKind::Within,
+            base_cell: "6.1/s/x86_64/tiny".into(),
+            new_cell: "6.1/s/x86_64/tiny".into(),
+            base_metric: "b.default.x".into(),
+            new_metric: "b.sync.x".into(),
+            unit: "us/op".into(),
+            n_base: 30,
+            n_new: 30,
+            median_base: 100.0,
+            median_new: 80.0,
+            pct_change: -20.0,
+            ci95_lo: -30.5,
+            ci95_hi: -9.25,
+            p_value: 0.001,
+            cv_base: 0.1,
+            cv_new: 0.2,
+            better: Better::Lower,
+            min_effect_pct: 5.0,
+            verdict: Verdict::TooNoisy,
+            boots_base: 3,
+            boots_new: 3,
+            p_test: PTest::WelchBootMedians,
+        };
+        let variants = Comparison {
+            kind: ComparisonKind::Variants,
+            base_cell: "6.1/base/x86_64/tiny".into(),
+            base_metric: "b.sync.x".into(),
+            verdict: Verdict::NoChange,
+            boots_base: 1,
+            boots_new: 1,
+            p_test: PTest::MannWhitney,
+            ..c.clone()
+        };
+        let md = markdown(&[c, variants]);
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with("| 6.1")).collect();
+        assert_eq!(
+            rows,
+            [
+                "| 6.1/s/x86_64/tiny b.sync.x | b.default.x | 100.000 | 80.000 us/op | -20.0% | [-30.5%, -9.2%] (3 vs 3 boots) | 0.0010 (Welch, boot medians) | too noisy to judge |",
+                "| 6.1/s/x86_64/tiny b.sync.x | 6.1/base/x86_64/tiny | 100.000 | 80.000 us/op | -20.0% | [-30.5%, -9.2%] | 0.0010 | no significant change |",
+            ],
+            "{md}"
+        );
+        assert_eq!(markdown(&[]), "");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::schema::{Outcome, Run, TestResult};
+use crate::schema::{Outcome, Run, TestResult, Verdict};
 
 fn test_cell(t: &TestResult) -> String {
     let took = t
@@ -163,7 +163,11 @@ pub fn markdown(run: &Run) -> String {
             }
         }
         if missed > 0 {
-            let _ = writeln!(s, "\n{missed} of {judged} metrics miss their precision target (`target_ci_pct`): more samples or a quieter host would narrow them; a comparison with them may say \"too noisy to judge\".");
+            let _ = writeln!(
+                s,
+                "\n{missed} of {judged} metrics miss their precision target (`target_ci_pct`): more samples or a quieter host would narrow them; a comparison with them may say \"{}\".",
+                Verdict::TooNoisy.describe()
+            );
         }
     }
     let bad: Vec<_> = run.cells.iter().filter(|c| !c.as_expected).collect();
