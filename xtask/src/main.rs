@@ -14,6 +14,9 @@ mod report;
 mod runner;
 mod schema;
 
+#[cfg(test)]
+mod golden;
+
 use host::{cache, setup, signals, ui};
 use plan::matrix;
 use report::compare;
