@@ -257,6 +257,214 @@ mod tests {
         }
     }
 
+    /// The metrics table's row for `metric`.
+    fn row<'a>(md: &'a str, metric: &str) -> &'a str {
+        md.lines()
+            .find(|l| l.contains(&format!("| {metric} |")))
+            .unwrap_or_else(|| panic!("no row for {metric} in\n{md}"))
+    }
+
+    /// The metrics whose row is marked over `target`.
+    fn marked_over(md: &str, target: &str) -> Vec<String> {
+        md.lines()
+            .filter(|l| l.contains(&format!("(**over ±{target}**)")))
+            .map(|l| l.split(" | ").nth(1).unwrap().to_string())
+            .collect()
+    }
+
+    fn case(name: &str, outcome: Outcome, reason: Option<&str>) -> CaseResult {
+        CaseResult {
+            name: name.into(),
+            outcome,
+            reason: reason.map(Into::into),
+        }
+    }
+
+    /// A run whose summary shows every part of the report: a base cell with
+    /// an expected and an unexpected case failure, skipped cases and a
+    /// skipped metric; the series cell with the real benchmark fixture (its
+    /// first metric split into two boots of 50 and 56 samples, to show the
+    /// per-boot medians and the boot-resampled CI); and a cell that did not
+    /// build, with more evidence and a longer excerpt than the report shows.
+    fn golden_run() -> Run {
+        let base = "6.1/base/x86_64/tiny";
+        let base_cell = CellResult {
+            accel: "tcg,thread=multi".into(),
+            as_expected: false,
+            mismatches: vec![format!(
+                "{base} seccomp_bpf/global.user_notification_filter_empty: fail (Test terminated by timeout), expected pass"
+            )],
+            evidence: vec![Evidence {
+                kind: EvidenceKind::Other,
+                what: "seccomp_bpf: 2 of 4 cases failed".into(),
+                excerpt: "# global.user_notification_filter_empty: Test terminated by timeout\nnot ok 4 global.user_notification_filter_empty".into(),
+                path: Some(format!("results/run/{base}/results.log").into()),
+            }],
+            tests: vec![
+                TestResult {
+                    name: "seccomp_bpf".into(),
+                    outcome: Outcome::Fail,
+                    reason: Some("2 of 4 cases failed".into()),
+                    duration_s: Some(12.34),
+                    cases: vec![
+                        case("global.kcmp", Outcome::Pass, None),
+                        case("TRAP.dfl", Outcome::Skip, Some("no kcmp")),
+                        case(
+                            "global.user_notification_sync",
+                            Outcome::Fail,
+                            Some("Expected 0 (0) == ret (-1)"),
+                        ),
+                        case(
+                            "global.user_notification_filter_empty",
+                            Outcome::Fail,
+                            Some("Test terminated by timeout"),
+                        ),
+                    ],
+                    failed_by_cases: true,
+                },
+                TestResult {
+                    name: "seccomp_notify".into(),
+                    outcome: Outcome::Pass,
+                    reason: None,
+                    duration_s: Some(18.0),
+                    cases: vec![
+                        case("seccomp_notify.default.unpinned", Outcome::Pass, None),
+                        case(
+                            "seccomp_notify.sync.unpinned",
+                            Outcome::Skip,
+                            Some("SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL"),
+                        ),
+                    ],
+                    failed_by_cases: false,
+                },
+            ],
+            metrics: vec![
+                Metric {
+                    name: "seccomp_notify.default.unpinned".into(),
+                    unit: "us/op".into(),
+                    samples: vec![301.5, 288.0, 295.25, 310.0, 279.5, 305.75, 292.0, 299.0],
+                    skip: None,
+                    target_ci_pct: Some(10.0),
+                    boot_sizes: vec![],
+                },
+                Metric {
+                    name: "seccomp_notify.sync.unpinned".into(),
+                    unit: "us/op".into(),
+                    samples: vec![],
+                    skip: Some("SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL".into()),
+                    target_ci_pct: Some(10.0),
+                    boot_sizes: vec![],
+                },
+            ],
+            timings: Timings {
+                build_s: 312.4,
+                boot_s: 45.25,
+                guest_s: 40.1,
+                ..Timings::default()
+            },
+            reproduce: Reproduce {
+                xtask: format!("cargo xtask matrix --cell {base}"),
+                qemu: Some("qemu-system-x86_64 -accel tcg,thread=multi -kernel bzImage -initrd initramfs.cpio.gz".into()),
+                ..Reproduce::default()
+            },
+            ..CellResult::blank(base, Outcome::Fail)
+        };
+        let mut series_metrics = fixture_metrics(Some(10.0));
+        series_metrics[0].boot_sizes = vec![50, 56];
+        let series_cell = CellResult {
+            accel: "kvm".into(),
+            as_expected: true,
+            tests: vec![
+                TestResult {
+                    name: "seccomp_bpf".into(),
+                    outcome: Outcome::Pass,
+                    reason: None,
+                    duration_s: Some(11.9),
+                    cases: vec![
+                        case("global.kcmp", Outcome::Pass, None),
+                        case("global.user_notification_sync", Outcome::Pass, None),
+                    ],
+                    failed_by_cases: false,
+                },
+                TestResult {
+                    name: "seccomp_notify".into(),
+                    outcome: Outcome::Pass,
+                    reason: None,
+                    duration_s: Some(55.75),
+                    cases: vec![],
+                    failed_by_cases: false,
+                },
+            ],
+            metrics: series_metrics,
+            timings: Timings {
+                build_cached: true,
+                boot_s: 61.0,
+                guest_s: 58.4,
+                ..Timings::default()
+            },
+            ..CellResult::blank("6.1/seccomp-sync-wakeup/x86_64/tiny", Outcome::Pass)
+        };
+        let arm = "6.1/base/arm64/tiny";
+        let log: String = (1..=32).map(|i| format!("  CC kernel/f{i}.o\n")).collect();
+        let ev = |what: &str, excerpt: &str| Evidence {
+            kind: EvidenceKind::Host,
+            what: what.into(),
+            excerpt: excerpt.into(),
+            path: None,
+        };
+        let build_error = CellResult {
+            mismatches: vec![format!(
+                "{arm}: cell outcome build-error: make Image failed"
+            )],
+            evidence: vec![
+                Evidence {
+                    path: Some(format!("results/run/{arm}/build.log").into()),
+                    ..ev("make Image failed", &log)
+                },
+                ev("the first compiler error", ""),
+                ev("third", "shown"),
+                ev("fourth", "not shown: the report keeps three"),
+            ],
+            timings: Timings {
+                build_s: 12.0,
+                ..Timings::default()
+            },
+            reproduce: Reproduce {
+                xtask: format!("cargo xtask matrix --cell {arm}"),
+                ..Reproduce::default()
+            },
+            ..CellResult::blank(arm, Outcome::BuildError)
+        };
+        Run {
+            schema: SCHEMA_VERSION,
+            started: "2025-01-01T00:00:00Z".into(),
+            host: Host::default(),
+            matrix: "matrix.toml".into(),
+            cells: vec![base_cell, series_cell, build_error],
+            comparisons: vec![],
+        }
+    }
+
+    /// The whole summary against the checked-in
+    /// tests/fixtures/golden/summary.md (regenerate: KMATRIX_BLESS=1, see
+    /// golden.rs; read the diff before committing it).
+    #[test]
+    fn summary_matches_the_golden_file() {
+        crate::golden::check("summary.md", markdown(&golden_run()).as_bytes());
+    }
+
+    /// Expected values computed outside the harness from the fixture's
+    /// samples (n = 106 per metric): the distribution-free 95% CI of a median
+    /// is (x(43), x(64)) of the sorted samples (k = 43: the largest k with
+    /// P(Binom(106, 1/2) <= k - 1) <= 0.025), and its half-width in % of the
+    /// median is 50 (x(64) - x(43)) / median:
+    ///
+    ///   default.unpinned  [254.359, 269.852]  2.97%
+    ///   default.same-cpu  [125.030, 137.671]  4.79%
+    ///   default.cross-cpu [232.022, 251.763]  4.14%
+    ///   sync.unpinned     [120.917, 136.620]  6.05%
+    ///   sync.same-cpu     [103.718, 127.914] 10.11%
+    ///   sync.cross-cpu    [244.403, 263.938]  3.90%
     #[test]
     fn precision_target_marks_exactly_the_wide_intervals() {
         let ms = fixture_metrics(Some(10.0));
@@ -265,54 +473,58 @@ mod tests {
             ms.iter().all(|m| m.samples.len() == 106),
             "one sample per round for every configuration"
         );
-        let md = markdown(&run_with(ms.clone()));
-        assert!(md.contains("pass (55.8s)"), "{md}");
-        let mut over = 0;
-        for m in &ms {
-            let x = crate::report::stats::summarize(&m.samples).unwrap();
-            let half = ci_half_pct(median_ci(m, &x), x.median).unwrap();
-            let row = md
-                .lines()
-                .find(|l| l.contains(&format!("| {} |", m.name)))
-                .unwrap();
-            assert_eq!(
-                row.contains("over ±10"),
-                half > 10.0,
-                "{row} (half-width {half:.2}%)"
-            );
-            over += (half > 10.0) as usize;
-        }
-        // The fixture has both kinds, so both branches above were exercised.
-        assert!(over > 0 && over < ms.len(), "{over} of {} over", ms.len());
+        let md = markdown(&run_with(ms));
+        assert!(md.contains("| pass (55.8s) |"), "{md}");
+        assert_eq!(marked_over(&md, "10"), ["seccomp_notify.sync.same-cpu"]);
         assert!(
-            md.contains(&format!("{over} of 6 metrics miss their precision target")),
+            row(&md, "seccomp_notify.sync.same-cpu")
+                .contains("| [103.718, 127.914] ±10.1% (**over ±10**) |"),
             "{md}"
         );
-        // Two boots: each boot's median is shown.
-        let mut two = fixture_metrics(None);
-        two[0].boot_sizes = vec![50, 56];
-        let meds = [
-            crate::report::stats::median(&two[0].samples[..50]),
-            crate::report::stats::median(&two[0].samples[50..]),
-        ];
-        let md2 = markdown(&run_with(two.clone()));
         assert!(
-            md2.contains(&format!("(boots: {:.1}, {:.1})", meds[0], meds[1])),
-            "{md2}"
+            row(&md, "seccomp_notify.default.unpinned")
+                .contains("| 106 | 260.750 us/op | [254.359, 269.852] ±3.0% |"),
+            "{md}"
         );
-        // ... and the CI is the one that resamples boots.
-        let (lo, hi) =
-            crate::report::stats::median_ci_boots(&two[0].by_boot(), 0.95, 4000, 0x6b6d).unwrap();
-        let row = md2
-            .lines()
-            .find(|l| l.contains(&format!("| {} |", two[0].name)))
-            .unwrap();
-        assert!(row.contains(&format!("[{lo:.3}, {hi:.3}]")), "{row}");
+        assert!(
+            md.contains("\n1 of 6 metrics miss their precision target"),
+            "{md}"
+        );
+        // A tighter target: four over, two within.
+        let md = markdown(&run_with(fixture_metrics(Some(4.0))));
+        assert_eq!(
+            marked_over(&md, "4"),
+            [
+                "seccomp_notify.default.same-cpu",
+                "seccomp_notify.default.cross-cpu",
+                "seccomp_notify.sync.unpinned",
+                "seccomp_notify.sync.same-cpu",
+            ]
+        );
+        assert!(md.contains("\n4 of 6 metrics miss"), "{md}");
         // No target declared: nothing is judged.
         let md = markdown(&run_with(fixture_metrics(None)));
         assert!(
             !md.contains("over ±") && !md.contains("precision target"),
             "{md}"
         );
+    }
+
+    /// Two boots of 50 and 56 samples: their medians (254.9805, 268.0925,
+    /// computed outside the harness) are shown, and the CI is no longer the
+    /// single-boot one: it resamples boots, so it reaches from the lower
+    /// boot's median to past the upper one's.
+    #[test]
+    fn several_boots_show_each_median_and_widen_the_ci() {
+        let mut two = fixture_metrics(None);
+        two[0].boot_sizes = vec![50, 56];
+        let md = markdown(&run_with(two));
+        let r = row(&md, "seccomp_notify.default.unpinned");
+        assert!(r.contains("| 260.750 us/op (boots: 255.0, 268.1) |"), "{r}");
+        let ci = r.split('[').nth(1).unwrap().split(']').next().unwrap();
+        let (lo, hi) = ci.split_once(", ").unwrap();
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        assert!(lo < 254.9805 && hi > 268.0925, "{r}");
+        assert!(hi - lo > 269.852 - 254.359, "{r}");
     }
 }
