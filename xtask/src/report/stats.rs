@@ -1119,8 +1119,11 @@ mod tests {
         let (t, df, p) = welch_t(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
         assert_close(t, -3.0 / (2.0f64 / 3.0).sqrt(), 1e-12);
         assert_close(df, 4.0, 1e-12);
-        assert_close(p, student_t_two_sided(t, 4.0), 1e-15);
-        assert!(p > 0.01 && p < 0.05, "{p}");
+        // For df = 4 the t distribution has a closed form,
+        // F(t) = 1/2 + 3/8 u (1 - t^2 / (12 (1 + t^2/4))), u = t / sqrt(1 + t^2/4),
+        // so with t^2 = 13.5, p = 2 (1 - F(|t|)) = 0.02131164112875661
+        // (and numerical integration of the density agrees to 1e-15).
+        assert_close(p, 0.02131164112875661, 1e-12);
         // Welch-Satterthwaite df for unequal variances, by hand:
         // va/na = 1/3, vb/nb = 25/3 -> df = (26/3)^2 / ((1/9 + 625/9)/2) = 676/313.
         let (_, df, _) = welch_t(&[1.0, 2.0, 3.0], &[10.0, 15.0, 20.0]).unwrap();
