@@ -514,7 +514,11 @@ fn fake_kvm_host(name: &str) -> (PathBuf, String) {
     let dir = out_dir(&format!("{name}-bin"));
     std::fs::create_dir_all(&dir).unwrap();
     let fake = dir.join("qemu-system-x86_64");
-    std::fs::copy(repo().join("tests/faults/fake-kvm/qemu-system-x86_64"), &fake).unwrap();
+    std::fs::copy(
+        repo().join("tests/faults/fake-kvm/qemu-system-x86_64"),
+        &fake,
+    )
+    .unwrap();
     let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap());
     (dir, path)
 }
@@ -539,21 +543,37 @@ fn kvm_that_passes_the_probe_then_aborts_falls_back_to_tcg() {
     let r = faults(
         "kvm-abort-cells",
         &["--cell", BASE, "--test", "seccomp_bpf", "--test", "after"],
-        &[("PATH", &path), ("KMATRIX_KVM_DEVICE", kvm.to_str().unwrap()), ("KMATRIX_FAKE_KVM", "abort-cells"), ("KMATRIX_FAKE_KVM_LOG", log.to_str().unwrap())],
+        &[
+            ("PATH", &path),
+            ("KMATRIX_KVM_DEVICE", kvm.to_str().unwrap()),
+            ("KMATRIX_FAKE_KVM", "abort-cells"),
+            ("KMATRIX_FAKE_KVM_LOG", log.to_str().unwrap()),
+        ],
     );
     let c = cell(&r);
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(c["outcome"], "pass", "{c}\nfake QEMU calls:\n{calls}");
     assert_eq!(r.code, 0);
-    assert!(calls.contains("exec-tcg"), "the probe ran through the fake: {calls}");
-    assert!(calls.contains("abort"), "a cell ran under KVM and QEMU aborted: {calls}");
+    assert!(
+        calls.contains("exec-tcg"),
+        "the probe ran through the fake: {calls}"
+    );
+    assert!(
+        calls.contains("abort"),
+        "a cell ran under KVM and QEMU aborted: {calls}"
+    );
     assert!(field(c, "accel").starts_with("tcg"), "{c}");
     assert!(field(c, "kvm_given_up").contains("signal 6"), "{c}");
     assert!(field(c, "accel_reason").contains("KVM given up"), "{c}");
     let ev = evidence(c);
-    assert!(ev.contains("failed to set MSR 0x10a"), "QEMU's stderr is the evidence: {ev}");
+    assert!(
+        ev.contains("failed to set MSR 0x10a"),
+        "QEMU's stderr is the evidence: {ev}"
+    );
     // The KVM attempt's console is kept beside the TCG boot's.
-    assert!(out_dir_of(&r, "kvm-abort-cells").join("console.kvm.log").exists());
+    assert!(out_dir_of(&r, "kvm-abort-cells")
+        .join("console.kvm.log")
+        .exists());
 }
 
 /// The same host, but the probe is the one cells run: with the fake
@@ -568,15 +588,31 @@ fn kvm_probe_runs_the_cells_cpu_model_and_says_tcg() {
     let r = faults(
         "kvm-abort-all",
         &["--cell", BASE, "--test", "after"],
-        &[("PATH", &path), ("KMATRIX_KVM_DEVICE", kvm.to_str().unwrap()), ("KMATRIX_FAKE_KVM", "abort-all"), ("KMATRIX_FAKE_KVM_LOG", log.to_str().unwrap())],
+        &[
+            ("PATH", &path),
+            ("KMATRIX_KVM_DEVICE", kvm.to_str().unwrap()),
+            ("KMATRIX_FAKE_KVM", "abort-all"),
+            ("KMATRIX_FAKE_KVM_LOG", log.to_str().unwrap()),
+        ],
     );
     let c = cell(&r);
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     assert_eq!(c["outcome"], "pass", "{c}\n{calls}");
     assert!(field(c, "accel").starts_with("tcg"), "{c}");
-    assert!(field(c, "accel_reason").contains("KVM probe") && field(c, "accel_reason").contains("signal 6"), "{c}");
-    assert!(c["kvm_given_up"].is_null(), "the probe caught it; no cell fell back: {c}");
-    assert_eq!(calls.matches("abort").count(), 1, "only the probe met KVM: {calls}");
+    assert!(
+        field(c, "accel_reason").contains("KVM probe")
+            && field(c, "accel_reason").contains("signal 6"),
+        "{c}"
+    );
+    assert!(
+        c["kvm_given_up"].is_null(),
+        "the probe caught it; no cell fell back: {c}"
+    );
+    assert_eq!(
+        calls.matches("abort").count(),
+        1,
+        "only the probe met KVM: {calls}"
+    );
 }
 
 /// KMATRIX_ACCEL=kvm always wins over the probe and its memo; and when
@@ -584,12 +620,24 @@ fn kvm_probe_runs_the_cells_cpu_model_and_says_tcg() {
 #[test]
 fn forced_kvm_is_obeyed_and_still_falls_back() {
     let (_dir, path) = fake_kvm_host("kvm-forced");
-    let r = faults("kvm-forced", &["--cell", BASE, "--test", "after"], &[("PATH", &path), ("KMATRIX_ACCEL", "kvm"), ("KMATRIX_FAKE_KVM", "abort-all")]);
+    let r = faults(
+        "kvm-forced",
+        &["--cell", BASE, "--test", "after"],
+        &[
+            ("PATH", &path),
+            ("KMATRIX_ACCEL", "kvm"),
+            ("KMATRIX_FAKE_KVM", "abort-all"),
+        ],
+    );
     let c = cell(&r);
     assert_eq!(c["outcome"], "pass", "{c}");
     assert!(field(c, "kvm_given_up").contains("signal 6"), "{c}");
     // A value that is neither is refused before any work.
-    let o = xtask().args(["list"]).env("KMATRIX_ACCEL", "kvmm").output().unwrap();
+    let o = xtask()
+        .args(["list"])
+        .env("KMATRIX_ACCEL", "kvmm")
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("KMATRIX_ACCEL=kvmm"));
 }
@@ -602,15 +650,34 @@ fn qemu_killed_mid_run_is_an_infra_error() {
     let out = out_dir("qemu-killed");
     let marker = format!("kmatrix.killed_test={}", std::process::id());
     let mut child = xtask()
-        .args(["matrix", "--matrix", "tests/faults/faults.toml", "--cell", BASE, "--test", "longsleep", "--test", "after", "--cmdline", &marker, "--out"])
+        .args([
+            "matrix",
+            "--matrix",
+            "tests/faults/faults.toml",
+            "--cell",
+            BASE,
+            "--test",
+            "longsleep",
+            "--test",
+            "after",
+            "--cmdline",
+            &marker,
+            "--out",
+        ])
         .arg(&out)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let results = out.join("cells").join(BASE.replace('/', "__")).join("results.log");
+    let results = out
+        .join("cells")
+        .join(BASE.replace('/', "__"))
+        .join("results.log");
     let deadline = Instant::now() + Duration::from_secs(900);
     loop {
-        if std::fs::read_to_string(&results).unwrap_or_default().contains("START longsleep") {
+        if std::fs::read_to_string(&results)
+            .unwrap_or_default()
+            .contains("START longsleep")
+        {
             break;
         }
         assert!(Instant::now() < deadline, "longsleep never started");
@@ -623,12 +690,16 @@ fn qemu_killed_mid_run_is_an_infra_error() {
         unsafe { libc_kill(pid as i32, 9) };
     }
     let st = child.wait().unwrap();
-    let run: Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let c = &run["cells"][0];
     assert_eq!(c["outcome"], "infra-error", "{c}");
     assert_eq!(st.code(), Some(1));
     let ev = evidence(c);
-    assert!(ev.contains("killed by signal 9") && ev.contains("not the guest's"), "{ev}");
+    assert!(
+        ev.contains("killed by signal 9") && ev.contains("not the guest's"),
+        "{ev}"
+    );
     assert_eq!(test(c, "longsleep")["outcome"], "infra-error", "{c}");
 }
 
@@ -637,16 +708,46 @@ fn qemu_killed_mid_run_is_an_infra_error() {
 #[test]
 fn unreadable_results_json_is_refused_not_overwritten() {
     let _guard = serial();
-    for (name, text) in [("damaged", "{\"schema\": 2, \"cells\": [ {\"id\": \"6.1/base"), ("old-schema", "{\"schema\": 1, \"started\": \"x\", \"cells\": []}")] {
+    for (name, text) in [
+        (
+            "damaged",
+            "{\"schema\": 2, \"cells\": [ {\"id\": \"6.1/base",
+        ),
+        (
+            "old-schema",
+            "{\"schema\": 1, \"started\": \"x\", \"cells\": []}",
+        ),
+    ] {
         let out = out_dir(&format!("unreadable-{name}"));
         std::fs::create_dir_all(&out).unwrap();
         std::fs::write(out.join("results.json"), text).unwrap();
         for flag in ["--resume", "--out"] {
-            let o = xtask().args(["matrix", "--no-setup", "--matrix", "tests/faults/faults.toml", "--cell", BASE, "--test", "after", flag]).arg(&out).output().unwrap();
+            let o = xtask()
+                .args([
+                    "matrix",
+                    "--no-setup",
+                    "--matrix",
+                    "tests/faults/faults.toml",
+                    "--cell",
+                    BASE,
+                    "--test",
+                    "after",
+                    flag,
+                ])
+                .arg(&out)
+                .output()
+                .unwrap();
             let err = String::from_utf8_lossy(&o.stderr);
             assert_eq!(o.status.code(), Some(2), "{name} {flag}: {err}");
-            assert!(err.contains("refusing to overwrite") && err.contains("results.json"), "{name} {flag}: {err}");
-            assert_eq!(std::fs::read_to_string(out.join("results.json")).unwrap(), text, "{name} {flag}: the file was changed");
+            assert!(
+                err.contains("refusing to overwrite") && err.contains("results.json"),
+                "{name} {flag}: {err}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(out.join("results.json")).unwrap(),
+                text,
+                "{name} {flag}: the file was changed"
+            );
         }
     }
 }
@@ -658,16 +759,39 @@ fn unreadable_results_json_is_refused_not_overwritten() {
 /// its build reuses the shared O= dir (timings.build_incremental).
 #[test]
 fn non_fatal_bug_splat_fails_the_test_not_the_kernel() {
-    let r = faults("splat", &["--cell", "6.1/splat/x86_64/tiny", "--test", "splat", "--test", "after"], &[]);
+    let r = faults(
+        "splat",
+        &[
+            "--cell",
+            "6.1/splat/x86_64/tiny",
+            "--test",
+            "splat",
+            "--test",
+            "after",
+        ],
+        &[],
+    );
     let c = cell(&r);
     assert_eq!(c["outcome"], "fail", "{c}");
     let t = test(c, "splat");
     assert_eq!(t["outcome"], "fail", "{t}");
-    assert!(t["reason"].as_str().unwrap().contains("BUG: sleeping function called from invalid context"), "{t}");
+    assert!(
+        t["reason"]
+            .as_str()
+            .unwrap()
+            .contains("BUG: sleeping function called from invalid context"),
+        "{t}"
+    );
     assert_eq!(test(c, "after")["outcome"], "pass");
     let ev = evidence(c);
-    assert!(ev.contains("while test splat ran") && ev.contains("the kernel went on"), "{ev}");
-    assert!(ev.contains("dump_stack") || ev.contains("Call Trace"), "{ev}");
+    assert!(
+        ev.contains("while test splat ran") && ev.contains("the kernel went on"),
+        "{ev}"
+    );
+    assert!(
+        ev.contains("dump_stack") || ev.contains("Call Trace"),
+        "{ev}"
+    );
     let tm = &c["timings"];
     println!(
         "splat variant build: {:.1}s, cached {}, incremental {} (a cold build here is ~230 s)",
@@ -676,6 +800,9 @@ fn non_fatal_bug_splat_fails_the_test_not_the_kernel() {
         tm["build_incremental"]
     );
     if tm["build_cached"] == false {
-        assert_eq!(tm["build_incremental"], true, "the O= dir held an earlier variant's build: {tm}");
+        assert_eq!(
+            tm["build_incremental"], true,
+            "the O= dir held an earlier variant's build: {tm}"
+        );
     }
 }

@@ -463,18 +463,35 @@ mod tests {
     }
 
     fn run(t: &[(String, TestKind)], exit: &QemuEnd, console: &str, results: &str) -> Classified {
-        classify(&BootInput { tests: t, decls: &NoDecls, exit, console, results, console_log: Path::new("/c/console.log") })
+        classify(&BootInput {
+            tests: t,
+            decls: &NoDecls,
+            exit,
+            console,
+            results,
+            console_log: Path::new("/c/console.log"),
+        })
     }
 
-    const SECCOMP: &[(&str, TestKind)] = &[("seccomp_bpf", TestKind::Kselftest), ("seccomp_notify", TestKind::Bench)];
+    const SECCOMP: &[(&str, TestKind)] = &[
+        ("seccomp_bpf", TestKind::Kselftest),
+        ("seccomp_notify", TestKind::Bench),
+    ];
 
     fn clean_exit() -> QemuEnd {
-        QemuEnd { status: Some(0), elapsed_s: 30.0, console_cap: 64 << 20, ..Default::default() }
+        QemuEnd {
+            status: Some(0),
+            elapsed_s: 30.0,
+            console_cap: 64 << 20,
+            ..Default::default()
+        }
     }
 
     /// The results channel up to (not including) the line holding `marker`.
     fn cut_before(text: &str, marker: &str) -> String {
-        let i = text.find(marker).unwrap_or_else(|| panic!("{marker} not in the fixture"));
+        let i = text
+            .find(marker)
+            .unwrap_or_else(|| panic!("{marker} not in the fixture"));
         text[..i].to_string()
     }
 
@@ -482,26 +499,56 @@ mod tests {
     fn pass_a_clean_boot_whose_tests_all_pass() {
         // Base 6.1 x86_64 (real console and results channel), the benchmark
         // alone: its sync-mode metrics are skips, which is not a failure.
-        let c = run(&tests(&[("seccomp_notify", TestKind::Bench)]), &clean_exit(), &fixture("console-x86_64-clean.log"), &fixture("results-x86_64-base.log"));
+        let c = run(
+            &tests(&[("seccomp_notify", TestKind::Bench)]),
+            &clean_exit(),
+            &fixture("console-x86_64-clean.log"),
+            &fixture("results-x86_64-base.log"),
+        );
         assert_eq!(c.outcome, Outcome::Pass, "{:?}", c.evidence);
         assert_eq!(c.tests[0].outcome, Outcome::Pass);
         assert!(c.evidence.is_empty());
-        let sync = c.metrics.iter().find(|m| m.name == "seccomp_notify.sync.unpinned").unwrap();
-        assert!(sync.samples.is_empty() && sync.skip.as_deref().unwrap().contains("EINVAL"), "{sync:?}");
+        let sync = c
+            .metrics
+            .iter()
+            .find(|m| m.name == "seccomp_notify.sync.unpinned")
+            .unwrap();
+        assert!(
+            sync.samples.is_empty() && sync.skip.as_deref().unwrap().contains("EINVAL"),
+            "{sync:?}"
+        );
         // "# stop: budget after 8 rounds (1 warm-up)": 7 samples per configuration.
-        assert_eq!(c.metrics.iter().find(|m| m.name == "seccomp_notify.default.unpinned").unwrap().samples.len(), 7);
+        assert_eq!(
+            c.metrics
+                .iter()
+                .find(|m| m.name == "seccomp_notify.default.unpinned")
+                .unwrap()
+                .samples
+                .len(),
+            7
+        );
         assert!((c.guest_s - 24.12).abs() < 0.01, "{}", c.guest_s);
         assert!(c.guest_reported && c.qemu_failure.is_none());
     }
 
     #[test]
     fn fail_a_selftest_case_fails_on_base() {
-        let c = run(&tests(SECCOMP), &clean_exit(), &fixture("console-x86_64-clean.log"), &fixture("results-x86_64-base.log"));
+        let c = run(
+            &tests(SECCOMP),
+            &clean_exit(),
+            &fixture("console-x86_64-clean.log"),
+            &fixture("results-x86_64-base.log"),
+        );
         assert_eq!(c.outcome, Outcome::Fail);
         let bpf = &c.tests[0];
         assert_eq!((bpf.outcome, bpf.failed_by_cases), (Outcome::Fail, true));
         assert_eq!(bpf.reason.as_deref(), Some("1 of 96 cases failed"));
-        let bad: Vec<&str> = bpf.cases.iter().filter(|x| x.outcome == Outcome::Fail).map(|x| x.name.as_str()).collect();
+        let bad: Vec<&str> = bpf
+            .cases
+            .iter()
+            .filter(|x| x.outcome == Outcome::Fail)
+            .map(|x| x.name.as_str())
+            .collect();
         assert_eq!(bad, ["global.user_notification_sync"]);
         assert_eq!(c.tests[1].outcome, Outcome::Pass);
     }
@@ -513,15 +560,34 @@ mod tests {
         let results = "@@KMATRIX@@ BEGIN uptime=2.10 nproc=2 kernel=6.1.192+ machine=x86_64\n\
                        @@KMATRIX@@ START after uptime=2.14 timeout=180\nstill running after the hang\n\
                        @@KMATRIX@@ END after rc=0 uptime=2.18\n@@KMATRIX@@ START panic uptime=2.19 timeout=180\n";
-        let t = tests(&[("after", TestKind::Shell), ("panic", TestKind::Shell), ("flood", TestKind::Shell)]);
-        let c = run(&t, &clean_exit(), &fixture("console-x86_64-sysrq-panic.log"), results);
+        let t = tests(&[
+            ("after", TestKind::Shell),
+            ("panic", TestKind::Shell),
+            ("flood", TestKind::Shell),
+        ]);
+        let c = run(
+            &t,
+            &clean_exit(),
+            &fixture("console-x86_64-sysrq-panic.log"),
+            results,
+        );
         assert_eq!(c.outcome, Outcome::Crash);
         assert_eq!(c.tests[0].outcome, Outcome::Pass);
         assert_eq!(c.tests[1].outcome, Outcome::Crash);
-        assert_eq!((c.tests[2].outcome, c.tests[2].reason.as_deref()), (Outcome::Skip, Some("not reached: the guest stopped before this test")));
+        assert_eq!(
+            (c.tests[2].outcome, c.tests[2].reason.as_deref()),
+            (
+                Outcome::Skip,
+                Some("not reached: the guest stopped before this test")
+            )
+        );
         let e = &c.evidence[0];
         assert_eq!(e.kind, EvidenceKind::Splat);
-        assert!(e.what.contains("while test panic ran") && e.what.contains("(fatal)"), "{}", e.what);
+        assert!(
+            e.what.contains("while test panic ran") && e.what.contains("(fatal)"),
+            "{}",
+            e.what
+        );
         assert!(e.excerpt.contains("sysrq"));
     }
 
@@ -529,13 +595,31 @@ mod tests {
     fn timeout_the_cell_budget_ran_out_inside_a_test() {
         let console = fixture("console-x86_64-clean.log");
         let console = cut_before(&console, "kmatrix: test seccomp_notify end");
-        let results = cut_before(&fixture("results-x86_64-base.log"), "@@KMATRIX@@ END seccomp_notify");
-        let exit = QemuEnd { status: None, signal: Some(9), timed_out: true, elapsed_s: 600.0, ..clean_exit() };
+        let results = cut_before(
+            &fixture("results-x86_64-base.log"),
+            "@@KMATRIX@@ END seccomp_notify",
+        );
+        let exit = QemuEnd {
+            status: None,
+            signal: Some(9),
+            timed_out: true,
+            elapsed_s: 600.0,
+            ..clean_exit()
+        };
         let c = run(&tests(SECCOMP), &exit, &console, &results);
         assert_eq!(c.outcome, Outcome::Timeout);
         assert_eq!(c.tests[1].outcome, Outcome::Timeout);
-        assert!(c.tests[1].reason.as_deref().unwrap().contains("stopped while this test ran"));
-        assert!(c.evidence.iter().any(|e| e.what == "QEMU killed after the 600 s cell budget while test seccomp_notify ran"), "{:?}", c.evidence);
+        assert!(c.tests[1]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("stopped while this test ran"));
+        assert!(
+            c.evidence.iter().any(|e| e.what
+                == "QEMU killed after the 600 s cell budget while test seccomp_notify ran"),
+            "{:?}",
+            c.evidence
+        );
         // What was measured before the budget ran out is kept.
         assert!(!c.metrics.is_empty());
     }
@@ -551,33 +635,81 @@ mod tests {
             ..clean_exit()
         };
         let c = run(&tests(SECCOMP), &exit, "", "");
-        assert_eq!(c.outcome, Outcome::InfraError, "never `crash`: the guest never ran");
+        assert_eq!(
+            c.outcome,
+            Outcome::InfraError,
+            "never `crash`: the guest never ran"
+        );
         assert!(!c.guest_reported);
-        assert_eq!(c.qemu_failure.as_deref(), Some("QEMU was killed by signal 6 (SIGABRT)"));
-        let e = c.evidence.iter().find(|e| e.kind == EvidenceKind::Qemu).unwrap();
-        assert!(e.what.contains("before the guest's first report") && e.excerpt.contains("failed to set MSR 0x10a"), "{e:?}");
+        assert_eq!(
+            c.qemu_failure.as_deref(),
+            Some("QEMU was killed by signal 6 (SIGABRT)")
+        );
+        let e = c
+            .evidence
+            .iter()
+            .find(|e| e.kind == EvidenceKind::Qemu)
+            .unwrap();
+        assert!(
+            e.what.contains("before the guest's first report")
+                && e.excerpt.contains("failed to set MSR 0x10a"),
+            "{e:?}"
+        );
         assert!(c.tests.iter().all(|t| t.outcome == Outcome::Skip));
         // Bad arguments: QEMU exits 1 by itself. Also QEMU's failure.
-        let c = run(&tests(SECCOMP), &QemuEnd { status: Some(1), stderr: "qemu: -cpu maxx: unknown".into(), ..clean_exit() }, "", "");
-        assert_eq!((c.outcome, c.qemu_failure.as_deref()), (Outcome::InfraError, Some("QEMU exited with status 1")));
+        let c = run(
+            &tests(SECCOMP),
+            &QemuEnd {
+                status: Some(1),
+                stderr: "qemu: -cpu maxx: unknown".into(),
+                ..clean_exit()
+            },
+            "",
+            "",
+        );
+        assert_eq!(
+            (c.outcome, c.qemu_failure.as_deref()),
+            (Outcome::InfraError, Some("QEMU exited with status 1"))
+        );
     }
 
     #[test]
     fn infra_error_qemu_killed_while_a_test_ran() {
-        let console = cut_before(&fixture("console-x86_64-clean.log"), "kmatrix: test seccomp_notify end");
-        let results = cut_before(&fixture("results-x86_64-base.log"), "@@KMATRIX@@ END seccomp_notify");
-        let c = run(&tests(SECCOMP), &QemuEnd { status: None, signal: Some(9), ..clean_exit() }, &console, &results);
+        let console = cut_before(
+            &fixture("console-x86_64-clean.log"),
+            "kmatrix: test seccomp_notify end",
+        );
+        let results = cut_before(
+            &fixture("results-x86_64-base.log"),
+            "@@KMATRIX@@ END seccomp_notify",
+        );
+        let c = run(
+            &tests(SECCOMP),
+            &QemuEnd {
+                status: None,
+                signal: Some(9),
+                ..clean_exit()
+            },
+            &console,
+            &results,
+        );
         assert_eq!(c.outcome, Outcome::InfraError);
         assert_eq!(c.tests[1].outcome, Outcome::InfraError);
         assert!(c.guest_reported);
-        assert!(c.evidence.iter().any(|e| e.what.contains("after the guest began reporting")));
+        assert!(c
+            .evidence
+            .iter()
+            .any(|e| e.what.contains("after the guest began reporting")));
     }
 
     #[test]
     fn crash_the_guest_never_reported_and_qemu_exited_by_itself() {
         // The kernel booted (real console up to init) and QEMU exited 0 with
         // nothing on the results channel: the guest stopped itself.
-        let console = cut_before(&fixture("console-x86_64-clean.log"), "kmatrix: test seccomp_bpf start");
+        let console = cut_before(
+            &fixture("console-x86_64-clean.log"),
+            "kmatrix: test seccomp_bpf start",
+        );
         let c = run(&tests(SECCOMP), &clean_exit(), &console, "");
         assert_eq!(c.outcome, Outcome::Crash);
         assert!(c.evidence[0].what.starts_with("the guest never reported"));
@@ -587,7 +719,9 @@ mod tests {
     /// it) spliced into the real console while seccomp_notify ran.
     fn console_with(splat: &str) -> String {
         let console = fixture("console-x86_64-clean.log");
-        let at = console.find("[   18.995007] kmatrix: test seccomp_notify end").unwrap();
+        let at = console
+            .find("[   18.995007] kmatrix: test seccomp_notify end")
+            .unwrap();
         format!("{}{splat}{}", &console[..at], &console[at..])
     }
 
@@ -599,36 +733,77 @@ mod tests {
 
     #[test]
     fn fail_a_bug_report_the_kernel_survived_fails_the_test_that_ran() {
-        let c = run(&tests(SECCOMP), &clean_exit(), &console_with(SLEEPING_BUG), &fixture("results-x86_64-base.log"));
+        let c = run(
+            &tests(SECCOMP),
+            &clean_exit(),
+            &console_with(SLEEPING_BUG),
+            &fixture("results-x86_64-base.log"),
+        );
         assert_eq!(c.outcome, Outcome::Fail, "not a crash: the guest finished");
         let t = &c.tests[1];
         assert_eq!(t.outcome, Outcome::Fail);
-        assert!(t.reason.as_deref().unwrap().contains("BUG: sleeping function called from invalid context"), "{t:?}");
+        assert!(
+            t.reason
+                .as_deref()
+                .unwrap()
+                .contains("BUG: sleeping function called from invalid context"),
+            "{t:?}"
+        );
         let e = &c.evidence[0];
-        assert!(e.what.contains("while test seccomp_notify ran") && e.what.contains("the kernel went on"), "{}", e.what);
+        assert!(
+            e.what.contains("while test seccomp_notify ran")
+                && e.what.contains("the kernel went on"),
+            "{}",
+            e.what
+        );
     }
 
     #[test]
     fn crash_a_fatal_bug_after_which_the_guest_stopped() {
         let null = "[   10.100000] BUG: kernel NULL pointer dereference, address: 0000000000000000\n\
             [   10.100100] #PF: supervisor read access in kernel mode\n[   10.100200] Oops: 0000 [#1] SMP\n";
-        let results = cut_before(&fixture("results-x86_64-base.log"), "@@KMATRIX@@ END seccomp_notify");
-        let console = cut_before(&console_with(null), "[   18.995007] kmatrix: test seccomp_notify end");
+        let results = cut_before(
+            &fixture("results-x86_64-base.log"),
+            "@@KMATRIX@@ END seccomp_notify",
+        );
+        let console = cut_before(
+            &console_with(null),
+            "[   18.995007] kmatrix: test seccomp_notify end",
+        );
         let c = run(&tests(SECCOMP), &clean_exit(), &console, &results);
         assert_eq!(c.outcome, Outcome::Crash);
         assert_eq!(c.tests[1].outcome, Outcome::Crash);
         // The same report, but the guest went on to DONE: it survived.
-        let c = run(&tests(SECCOMP), &clean_exit(), &console_with(null), &fixture("results-x86_64-base.log"));
+        let c = run(
+            &tests(SECCOMP),
+            &clean_exit(),
+            &console_with(null),
+            &fixture("results-x86_64-base.log"),
+        );
         assert_eq!(c.outcome, Outcome::Fail);
     }
 
     #[test]
     fn which_bugs_are_fatal() {
-        let s = |h: &str| Splat { kind: console::SplatKind::Bug, line: 1, headline: h.into(), excerpt: String::new(), during_test: None };
-        assert!(!is_fatal(&s("BUG: sleeping function called from invalid context at mm/slab.h:723")));
-        assert!(!is_fatal(&s("BUG: KASAN: slab-out-of-bounds in foo+0x1/0x2")));
-        assert!(!is_fatal(&s("BUG: workqueue lockup - pool cpus=0 node=0 flags=0x0 nice=0 stuck for 33s!")));
-        assert!(is_fatal(&s("BUG: kernel NULL pointer dereference, address: 0000000000000008")));
+        let s = |h: &str| Splat {
+            kind: console::SplatKind::Bug,
+            line: 1,
+            headline: h.into(),
+            excerpt: String::new(),
+            during_test: None,
+        };
+        assert!(!is_fatal(&s(
+            "BUG: sleeping function called from invalid context at mm/slab.h:723"
+        )));
+        assert!(!is_fatal(&s(
+            "BUG: KASAN: slab-out-of-bounds in foo+0x1/0x2"
+        )));
+        assert!(!is_fatal(&s(
+            "BUG: workqueue lockup - pool cpus=0 node=0 flags=0x0 nice=0 stuck for 33s!"
+        )));
+        assert!(is_fatal(&s(
+            "BUG: kernel NULL pointer dereference, address: 0000000000000008"
+        )));
         assert!(is_fatal(&s("kernel BUG at mm/slub.c:123!")));
         // The scanner classifies the real headline the same way.
         let found = console::scan(SLEEPING_BUG);
@@ -638,32 +813,85 @@ mod tests {
 
     #[test]
     fn merge_boot_pools_samples_and_the_worst_boot_speaks_for_tests() {
-        fn boot(outcome: Outcome, case_b: Outcome, samples: &[f64], evidence: &[&str]) -> CellResult {
+        fn boot(
+            outcome: Outcome,
+            case_b: Outcome,
+            samples: &[f64],
+            evidence: &[&str],
+        ) -> CellResult {
             CellResult {
-                evidence: evidence.iter().map(|w| Evidence { kind: EvidenceKind::Splat, what: w.to_string(), excerpt: String::new(), path: None }).collect(),
+                evidence: evidence
+                    .iter()
+                    .map(|w| Evidence {
+                        kind: EvidenceKind::Splat,
+                        what: w.to_string(),
+                        excerpt: String::new(),
+                        path: None,
+                    })
+                    .collect(),
                 tests: vec![TestResult {
                     name: "t".into(),
-                    outcome: if case_b == Outcome::Fail { Outcome::Fail } else { Outcome::Pass },
+                    outcome: if case_b == Outcome::Fail {
+                        Outcome::Fail
+                    } else {
+                        Outcome::Pass
+                    },
                     reason: (case_b == Outcome::Fail).then(|| "1 of 2 cases failed".to_string()),
                     duration_s: Some(2.0),
-                    cases: vec![CaseResult { name: "a".into(), outcome: Outcome::Pass, reason: None }, CaseResult { name: "b".into(), outcome: case_b, reason: None }],
+                    cases: vec![
+                        CaseResult {
+                            name: "a".into(),
+                            outcome: Outcome::Pass,
+                            reason: None,
+                        },
+                        CaseResult {
+                            name: "b".into(),
+                            outcome: case_b,
+                            reason: None,
+                        },
+                    ],
                     failed_by_cases: case_b == Outcome::Fail,
                 }],
                 metrics: vec![
-                    Metric { name: "m.x".into(), unit: "us/op".into(), samples: samples.to_vec(), skip: None, target_ci_pct: None, boot_sizes: vec![] },
-                    Metric { name: "m.y".into(), unit: String::new(), samples: vec![], skip: Some("EINVAL".into()), target_ci_pct: None, boot_sizes: vec![] },
+                    Metric {
+                        name: "m.x".into(),
+                        unit: "us/op".into(),
+                        samples: samples.to_vec(),
+                        skip: None,
+                        target_ci_pct: None,
+                        boot_sizes: vec![],
+                    },
+                    Metric {
+                        name: "m.y".into(),
+                        unit: String::new(),
+                        samples: vec![],
+                        skip: Some("EINVAL".into()),
+                        target_ci_pct: None,
+                        boot_sizes: vec![],
+                    },
                 ],
-                timings: Timings { boot_s: 10.0, guest_s: 8.0, ..Default::default() },
+                timings: Timings {
+                    boot_s: 10.0,
+                    guest_s: 8.0,
+                    ..Default::default()
+                },
                 ..CellResult::blank("k/s/x86_64/c", outcome)
             }
         }
         let mut r = boot(Outcome::Pass, Outcome::Pass, &[1.0, 2.0, 3.0], &[]);
-        merge_boot(&mut r, boot(Outcome::Fail, Outcome::Fail, &[4.0, 5.0], &["WARNING at x"]), 2);
+        merge_boot(
+            &mut r,
+            boot(Outcome::Fail, Outcome::Fail, &[4.0, 5.0], &["WARNING at x"]),
+            2,
+        );
         merge_boot(&mut r, boot(Outcome::Pass, Outcome::Pass, &[6.0], &[]), 3);
         assert_eq!(r.outcome, Outcome::Fail);
         assert_eq!(r.evidence[0].what, "boot 2: WARNING at x");
         let t = &r.tests[0];
-        assert_eq!((t.outcome, t.reason.as_deref(), t.failed_by_cases), (Outcome::Fail, Some("boot 2: 1 of 2 cases failed"), true));
+        assert_eq!(
+            (t.outcome, t.reason.as_deref(), t.failed_by_cases),
+            (Outcome::Fail, Some("boot 2: 1 of 2 cases failed"), true)
+        );
         assert_eq!(t.cases[1].outcome, Outcome::Fail);
         assert_eq!(t.cases[1].reason.as_deref(), Some("boot 2"));
         assert_eq!(t.duration_s, Some(6.0));
@@ -674,8 +902,16 @@ mod tests {
         assert!(r.metrics[1].boot_sizes.is_empty());
         assert_eq!((r.timings.boot_s, r.timings.guest_s), (30.0, 24.0));
         // A crash in a later boot outranks everything.
-        merge_boot(&mut r, boot(Outcome::Crash, Outcome::Pass, &[], &["panic"]), 4);
+        merge_boot(
+            &mut r,
+            boot(Outcome::Crash, Outcome::Pass, &[], &["panic"]),
+            4,
+        );
         assert_eq!(r.outcome, Outcome::Crash);
-        assert_eq!(r.metrics[0].boot_sizes, [3, 2, 1], "a boot without samples adds no cluster");
+        assert_eq!(
+            r.metrics[0].boot_sizes,
+            [3, 2, 1],
+            "a boot without samples adds no cluster"
+        );
     }
 }

@@ -74,7 +74,11 @@ pub struct CompileJob<'a> {
 
 /// kselftest timeouts assume real hardware; emulation is slower.
 pub fn timeout_scale(accel: &crate::boot::qemu::Accel) -> u64 {
-    if *accel == crate::boot::qemu::Accel::Kvm { 1 } else { 3 }
+    if *accel == crate::boot::qemu::Accel::Kvm {
+        1
+    } else {
+        3
+    }
 }
 
 /// The cache key of a compiled program: compiler, flags, libraries, the
@@ -217,7 +221,12 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
 }
 
 /// The initramfs: busybox, our init, the test list and the programs.
-pub fn initramfs(repo_root: &Path, busybox: &Path, programs: &[Program], timeout_scale: u64) -> Result<Vec<u8>> {
+pub fn initramfs(
+    repo_root: &Path,
+    busybox: &Path,
+    programs: &[Program],
+    timeout_scale: u64,
+) -> Result<Vec<u8>> {
     let dir = |p: &str| Entry::Dir {
         path: p.into(),
         mode: 0o755,

@@ -493,7 +493,12 @@ fn prepare(
     }
     std::fs::write(
         &initrd,
-        guest::initramfs(&ctx.repo_root, &busybox, &programs, guest::timeout_scale(&choice.accel))?,
+        guest::initramfs(
+            &ctx.repo_root,
+            &busybox,
+            &programs,
+            guest::timeout_scale(&choice.accel),
+        )?,
     )?;
     r.timings.rootfs_s = t.elapsed().as_secs_f64();
     Ok(Ok(Prepared {
@@ -582,7 +587,15 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
         let first = r.0;
         accel = c.accel.clone();
         // The tests' timeouts were scaled for KVM: rewrite for TCG.
-        std::fs::write(&initrd, guest::initramfs(&ctx.repo_root, &busybox, &programs, guest::timeout_scale(&accel))?)?;
+        std::fs::write(
+            &initrd,
+            guest::initramfs(
+                &ctx.repo_root,
+                &busybox,
+                &programs,
+                guest::timeout_scale(&accel),
+            )?,
+        )?;
         let mut again = pre_boot.clone();
         again.accel = accel.qemu_arg();
         again.accel_reason = Some(c.why.clone());
