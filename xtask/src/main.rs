@@ -294,6 +294,7 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     ctx.extra_cmdline = a.cmdline;
     ctx.cell_timeout_s = a.cell_timeout;
     ctx.boots = a.boots;
+    ctx.matrix_path = Some(a.matrix.display().to_string());
     for (i, cell) in cells.iter().enumerate() {
         if signals::interrupted() {
             break;

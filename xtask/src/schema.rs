@@ -395,6 +395,9 @@ pub struct Reproduce {
     pub guest: Vec<String>,
     pub qemu: Option<String>,
     pub xtask: String,
+    /// `cargo xtask boot ...` for an interactive shell on the cell's kernel.
+    #[serde(default)]
+    pub boot: String,
 }
 
 impl Run {

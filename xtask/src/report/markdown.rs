@@ -191,11 +191,8 @@ pub fn markdown(run: &Run) -> String {
             }
             let _ = writeln!(s, "\nReproduce: `{}`", c.reproduce.xtask);
             if let Some(q) = &c.reproduce.qemu {
-                let _ = writeln!(
-                    s,
-                    "\nBoot by hand: `cargo xtask boot {}` or\n```\n{q}\n```",
-                    c.id
-                );
+                let boot = if c.reproduce.boot.is_empty() { format!("cargo xtask boot {}", c.id) } else { c.reproduce.boot.clone() };
+                let _ = writeln!(s, "\nBoot by hand: `{boot}` or\n```\n{q}\n```");
             }
         }
     }

@@ -40,6 +40,8 @@ pub struct Ctx<'a> {
     pub cell_timeout_s: Option<u64>,
     /// Overrides run.boots.
     pub boots: Option<u32>,
+    /// The matrix file as given on the command line, for reproducers.
+    pub matrix_path: Option<String>,
     accel: accel::Chooser,
     trees: RefCell<HashMap<String, Rc<Trees>>>,
 }
@@ -71,6 +73,7 @@ impl<'a> Ctx<'a> {
             extra_cmdline: vec![],
             cell_timeout_s: None,
             boots: None,
+            matrix_path: None,
             accel,
             trees: Default::default(),
         }
@@ -121,13 +124,14 @@ fn failed(mut r: CellResult, outcome: Outcome, e: Evidence) -> CellResult {
 }
 
 fn new_result(cell: &Cell, ctx: &Ctx) -> CellResult {
+    let matrix = match ctx.matrix_path.as_deref() {
+        Some(p) if p != "matrix.toml" => format!(" --matrix {p}"),
+        _ => String::new(),
+    };
     CellResult {
         reproduce: Reproduce {
-            xtask: format!(
-                "cargo xtask matrix --cell {} --out {}",
-                cell.id(),
-                ctx.run_dir.display()
-            ),
+            xtask: format!("cargo xtask matrix{matrix} --cell {} --out {}", cell.id(), ctx.run_dir.display()),
+            boot: format!("cargo xtask boot{matrix} {}", cell.id()),
             ..Default::default()
         },
         ..CellResult::blank(&cell.id(), Outcome::InfraError)
