@@ -555,11 +555,11 @@ fn kvm_that_passes_the_probe_then_aborts_falls_back_to_tcg() {
     assert_eq!(c["outcome"], "pass", "{c}\nfake QEMU calls:\n{calls}");
     assert_eq!(r.code, 0);
     assert!(
-        calls.contains("exec-tcg"),
+        calls.contains("action=exec-tcg"),
         "the probe ran through the fake: {calls}"
     );
     assert!(
-        calls.contains("abort"),
+        calls.contains("action=abort"),
         "a cell ran under KVM and QEMU aborted: {calls}"
     );
     assert!(field(c, "accel").starts_with("tcg"), "{c}");
@@ -609,7 +609,7 @@ fn kvm_probe_runs_the_cells_cpu_model_and_says_tcg() {
         "the probe caught it; no cell fell back: {c}"
     );
     assert_eq!(
-        calls.matches("abort").count(),
+        calls.matches("action=abort").count(),
         1,
         "only the probe met KVM: {calls}"
     );
@@ -805,4 +805,27 @@ fn non_fatal_bug_splat_fails_the_test_not_the_kernel() {
             "the O= dir held an earlier variant's build: {tm}"
         );
     }
+}
+
+/// Every host step has a bound. Scaled down to almost nothing, the first
+/// bounded step of a cell that is not cached runs out: the cell is an
+/// infra-error (or build-error) naming the step, not a hang.
+#[test]
+fn a_host_step_that_runs_out_of_time_is_named() {
+    let r = faults(
+        "step-timeout",
+        &["--cell", "6.1/broken-series/x86_64/tiny"],
+        &[("KMATRIX_STEP_TIMEOUT_SCALE", "0.00001")],
+    );
+    let c = cell(&r);
+    let ev = evidence(c);
+    assert!(
+        matches!(
+            c["outcome"].as_str(),
+            Some("infra-error" | "build-error" | "apply-error")
+        ),
+        "{c}"
+    );
+    assert!(ev.contains("timed out after"), "{ev}");
+    assert!(r.secs < 120.0, "{}", r.secs);
 }

@@ -318,6 +318,7 @@ impl Trees {
         ) {
             return Ok(Ok(c));
         }
+        clear_stale_lock(&self.work);
         let _ = proc::run(
             {
                 let mut c = git(&self.work);
@@ -408,9 +409,25 @@ impl Trees {
     }
 }
 
+/// Removes a worktree's `index.lock` left by a git that was killed (a step
+/// bound, SIGINT): the cache lock guarantees no other kmatrix git runs.
+fn clear_stale_lock(tree: &Path) {
+    let gitdir = match std::fs::read_to_string(tree.join(".git")) {
+        Ok(t) => t.trim().strip_prefix("gitdir: ").map(PathBuf::from),
+        Err(_) => None,
+    };
+    for d in gitdir.into_iter().chain([tree.join(".git")]) {
+        let lock = d.join("index.lock");
+        if lock.is_file() {
+            let _ = std::fs::remove_file(&lock);
+        }
+    }
+}
+
 /// `git checkout --force` of `commit`: files whose content is already right
 /// are not rewritten (their mtimes stay), stray edits are undone.
 fn checkout(tree: &Path, commit: &str) -> Result<()> {
+    clear_stale_lock(tree);
     // Refresh the index's stat data first: a file whose mtime changed but
     // whose content did not is then left alone instead of rewritten.
     let _ = proc::run(
@@ -618,6 +635,15 @@ mod tests {
             std::fs::metadata(&seccomp).unwrap().modified().unwrap(),
             before
         );
+        // A git killed mid-checkout (a step bound, SIGINT) leaves index.lock
+        // behind; the next checkout must not fail on it.
+        let gitdir = std::fs::read_to_string(trees.build.join(".git")).unwrap();
+        let lock =
+            PathBuf::from(gitdir.trim().strip_prefix("gitdir: ").unwrap()).join("index.lock");
+        std::fs::write(&lock, "").unwrap();
+        trees.checkout_build(&b).unwrap();
+        assert!(!lock.exists());
+        trees.checkout_build(&kc).unwrap();
         // A stray edit in the build tree is undone by the next checkout.
         std::fs::write(&fork, "edited").unwrap();
         trees.checkout_build(&kc).unwrap();

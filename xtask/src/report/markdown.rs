@@ -191,7 +191,11 @@ pub fn markdown(run: &Run) -> String {
             }
             let _ = writeln!(s, "\nReproduce: `{}`", c.reproduce.xtask);
             if let Some(q) = &c.reproduce.qemu {
-                let boot = if c.reproduce.boot.is_empty() { format!("cargo xtask boot {}", c.id) } else { c.reproduce.boot.clone() };
+                let boot = if c.reproduce.boot.is_empty() {
+                    format!("cargo xtask boot {}", c.id)
+                } else {
+                    c.reproduce.boot.clone()
+                };
                 let _ = writeln!(s, "\nBoot by hand: `{boot}` or\n```\n{q}\n```");
             }
         }

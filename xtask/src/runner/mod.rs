@@ -130,7 +130,11 @@ fn new_result(cell: &Cell, ctx: &Ctx) -> CellResult {
     };
     CellResult {
         reproduce: Reproduce {
-            xtask: format!("cargo xtask matrix{matrix} --cell {} --out {}", cell.id(), ctx.run_dir.display()),
+            xtask: format!(
+                "cargo xtask matrix{matrix} --cell {} --out {}",
+                cell.id(),
+                ctx.run_dir.display()
+            ),
             boot: format!("cargo xtask boot{matrix} {}", cell.id()),
             ..Default::default()
         },
