@@ -5,7 +5,15 @@
 //! timeouts and build/apply/config/infra errors are always mismatches.
 
 use crate::plan::matrix::{Expect, ExpectedOutcome};
-use crate::schema::{CellResult, Outcome};
+use crate::schema::{CellResult, Evidence, EvidenceKind, Outcome};
+
+/// The first evidence of something going wrong; notes about how the cell
+/// ran (KVM given up for TCG, an earlier attempt) explain no failure.
+fn failure_evidence(cell: &CellResult) -> Option<&Evidence> {
+    cell.evidence
+        .iter()
+        .find(|e| !matches!(e.kind, EvidenceKind::Accel | EvidenceKind::Attempt))
+}
 
 fn matches(expected: ExpectedOutcome, got: Outcome) -> bool {
     matches!(
@@ -53,10 +61,7 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
     match cell.outcome {
         Outcome::Pass | Outcome::Fail | Outcome::Flaky => {}
         o => {
-            let why = cell
-                .evidence
-                .first()
-                .map_or(String::new(), |e| format!(": {}", e.what));
+            let why = failure_evidence(cell).map_or(String::new(), |e| format!(": {}", e.what));
             out.push(format!("{}: cell outcome {o}{why}", cell.id));
             return (false, out);
         }
@@ -133,9 +138,11 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
             ));
         }
     }
-    if cell.outcome == Outcome::Fail && out.is_empty() && !cell.evidence.is_empty() {
+    if cell.outcome == Outcome::Fail && out.is_empty() {
         // Failed for a reason outside the tests: a kernel warning, say.
-        out.push(format!("{}: {}", cell.id, cell.evidence[0].what));
+        if let Some(e) = failure_evidence(cell) {
+            out.push(format!("{}: {}", cell.id, e.what));
+        }
     }
     (out.is_empty(), out)
 }
@@ -208,6 +215,41 @@ reason = "no feature"
             &e,
         );
         assert!(ok, "{mm:?}");
+    }
+
+    /// Seen on a host whose KVM aborts QEMU: the cell fell back to TCG and
+    /// failed only its expected case. The fallback note explains nothing
+    /// and must not turn into a mismatch; a splat beside it still does.
+    #[test]
+    fn a_note_about_the_accelerator_is_not_a_failure() {
+        let m = matrix();
+        let e: Vec<&Expect> = m.expect.iter().collect();
+        let mut c = cell(
+            &[("a", Outcome::Pass), ("sync", Outcome::Fail)],
+            Outcome::Fail,
+        );
+        let note = |kind, what: &str| Evidence {
+            kind,
+            what: what.into(),
+            excerpt: String::new(),
+            path: None,
+        };
+        c.evidence.push(note(
+            EvidenceKind::Accel,
+            "KVM given up: QEMU was killed by signal 6",
+        ));
+        let (ok, mm) = check(&c, &e);
+        assert!(ok, "{mm:?}");
+        c.evidence
+            .push(note(EvidenceKind::Splat, "Warning at console line 9"));
+        let (ok, mm) = check(&c, &e);
+        assert!(!ok);
+        assert_eq!(mm, ["k/base/x86_64/c: Warning at console line 9"]);
+        c.outcome = Outcome::Crash;
+        assert_eq!(
+            check(&c, &e).1,
+            ["k/base/x86_64/c: cell outcome crash: Warning at console line 9"]
+        );
     }
 
     #[test]
