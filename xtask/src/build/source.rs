@@ -282,6 +282,16 @@ impl Trees {
             build: cache.dir(&["trees", kernel, "build"]),
             work: cache.dir(&["trees", kernel, "work"]),
         };
+        if remove_old_layout(cache, kernel, log) {
+            let _ = run_ok(
+                {
+                    let mut c = git(&t.repo);
+                    c.args(["worktree", "prune"]);
+                    c
+                },
+                "git worktree prune",
+            );
+        }
         ensure_worktree(&t.repo, &t.build, &t.base_commit, log)?;
         ensure_worktree(&t.repo, &t.work, &t.base_commit, log)?;
         Ok(t)
@@ -407,6 +417,54 @@ impl Trees {
         checkout(&self.work, commit)?;
         Ok(&self.work)
     }
+}
+
+/// Earlier versions kept a worktree per variant (`trees/<kernel>/<variant>`
+/// with a `.state` file) and an O= dir per variant
+/// (`build/<kernel>/<variant>/<arch>/...`): gigabytes that nothing reads
+/// any more. Built images stay (`kernels/`, keyed by content, still valid).
+fn remove_old_layout(cache: &Cache, kernel: &str, log: &mut dyn FnMut(&str)) -> bool {
+    let trees = cache.dir(&["trees", kernel]);
+    let builds = cache.dir(&["build", kernel]);
+    let arch_names = crate::plan::arch::Arch::names();
+    let old_trees: Vec<PathBuf> = std::fs::read_dir(&trees)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join(".git").is_file() || p.extension().is_some_and(|e| e == "state"))
+        .filter(|p| {
+            !matches!(
+                p.file_name().and_then(|n| n.to_str()),
+                Some("build" | "work")
+            )
+        })
+        .collect();
+    let old_builds: Vec<PathBuf> = std::fs::read_dir(&builds)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| arch_names.contains(&n))
+        })
+        .collect();
+    if old_trees.is_empty() && old_builds.is_empty() {
+        return false;
+    }
+    log("removing per-variant trees and build dirs of an older kmatrix (variants now share one)");
+    for p in old_trees.iter().chain(&old_builds) {
+        let _ = if p.is_dir() {
+            std::fs::remove_dir_all(p)
+        } else {
+            std::fs::remove_file(p)
+        };
+    }
+    true
 }
 
 /// Removes a worktree's `index.lock` left by a git that was killed (a step
@@ -652,6 +710,42 @@ mod tests {
             std::fs::read_to_string(trees.work.join("tools/bench.c")).unwrap(),
             "c2\n"
         );
+        drop(cache);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_per_variant_layout_of_older_versions_is_removed() {
+        let root = scratch("old-layout");
+        let (base, _, _) = fixture(&root);
+        let cache = Cache::open(root.join("cache"), false).unwrap();
+        let old_tree = cache.dir(&["trees", "6.1", "seccomp-sync-wakeup"]);
+        std::fs::create_dir_all(&old_tree).unwrap();
+        std::fs::write(old_tree.join(".git"), "gitdir: /nowhere\n").unwrap();
+        std::fs::write(
+            cache.dir(&["trees", "6.1", "seccomp-sync-wakeup.state"]),
+            "x",
+        )
+        .unwrap();
+        let old_build = cache.dir(&["build", "6.1", "base", "x86_64", "tiny"]);
+        let new_build = cache.dir(&["build", "6.1", "x86_64", "tiny"]);
+        std::fs::create_dir_all(&old_build).unwrap();
+        std::fs::create_dir_all(&new_build).unwrap();
+        let mut said = Vec::new();
+        let trees = Trees::open(&base, "6.1", &cache, &mut |l| said.push(l.to_string())).unwrap();
+        assert!(
+            !old_tree.exists()
+                && !cache
+                    .dir(&["trees", "6.1", "seccomp-sync-wakeup.state"])
+                    .exists()
+        );
+        assert!(!cache.dir(&["build", "6.1", "base"]).exists());
+        assert!(
+            new_build.exists()
+                && trees.build.join(".git").exists()
+                && trees.work.join(".git").exists()
+        );
+        assert!(said.iter().any(|l| l.contains("older kmatrix")), "{said:?}");
         drop(cache);
         std::fs::remove_dir_all(&root).unwrap();
     }

@@ -29,7 +29,6 @@ const PACKAGES: &[(&str, &str)] = &[
     ("cpio", "tests: reading back our initramfs"),
     ("xz-utils", "unpacking linux-source tarballs"),
     ("git", "variant trees with the series as commits"),
-    ("ccache", "faster rebuilds"),
     ("busybox-static", "x86_64 guest userland"),
     ("libcap-dev", "seccomp_bpf links libcap (x86_64)"),
     ("libcap-dev:arm64", "seccomp_bpf links libcap (arm64)"),
