@@ -147,6 +147,22 @@ pub struct Evidence {
     pub path: Option<PathBuf>,
 }
 
+impl Evidence {
+    pub fn new(
+        kind: EvidenceKind,
+        what: impl Into<String>,
+        excerpt: impl Into<String>,
+        path: Option<PathBuf>,
+    ) -> Evidence {
+        Evidence {
+            kind,
+            what: what.into(),
+            excerpt: excerpt.into(),
+            path,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TestResult {
     pub name: String,

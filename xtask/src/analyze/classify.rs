@@ -111,15 +111,6 @@ pub fn is_fatal(s: &Splat) -> bool {
     }
 }
 
-fn ev(kind: EvidenceKind, what: String, excerpt: String, path: Option<&Path>) -> Evidence {
-    Evidence {
-        kind,
-        what,
-        excerpt,
-        path: path.map(Path::to_path_buf),
-    }
-}
-
 pub fn classify(b: &BootInput) -> Classified {
     let session = guestlog::parse(b.results);
     let splats = console::scan(b.console);
@@ -149,25 +140,25 @@ pub fn classify(b: &BootInput) -> Classified {
         } else {
             "the kernel went on"
         };
-        evidence.push(ev(
+        evidence.push(Evidence::new(
             EvidenceKind::Splat,
             format!(
                 "{:?} at console line {} {during} ({fate}): {}",
                 s.kind, s.line, s.headline
             ),
             s.excerpt.clone(),
-            Some(b.console_log),
+            Some(b.console_log.to_path_buf()),
         ));
     }
     if b.exit.console_truncated {
-        evidence.push(ev(
+        evidence.push(Evidence::new(
             EvidenceKind::Guest,
             format!(
                 "console log truncated at {} bytes (guest flooded the console)",
                 b.exit.console_cap
             ),
             String::new(),
-            Some(b.console_log),
+            Some(b.console_log.to_path_buf()),
         ));
     }
 
@@ -290,7 +281,7 @@ pub fn classify(b: &BootInput) -> Classified {
         } else {
             "before the guest's first report"
         };
-        evidence.push(ev(
+        evidence.push(Evidence::new(
             EvidenceKind::Qemu,
             format!("{how} {when} (QEMU's own failure, not the guest's)"),
             format!(
@@ -298,7 +289,7 @@ pub fn classify(b: &BootInput) -> Classified {
                 b.exit.stderr.trim(),
                 console::tail(b.console, 15)
             ),
-            Some(b.console_log),
+            Some(b.console_log.to_path_buf()),
         ));
         Outcome::InfraError
     } else if died {
@@ -314,22 +305,22 @@ pub fn classify(b: &BootInput) -> Classified {
             b.exit.elapsed_s,
             running.map_or(String::new(), |t| format!(" while test {t} ran"))
         );
-        evidence.push(ev(
+        evidence.push(Evidence::new(
             EvidenceKind::Guest,
             what,
             console::tail(b.console, 25),
-            Some(b.console_log),
+            Some(b.console_log.to_path_buf()),
         ));
         Outcome::Timeout
     } else if !session.began {
-        evidence.push(ev(EvidenceKind::Guest, "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)".into(), console::tail(b.console, 25), Some(b.console_log)));
+        evidence.push(Evidence::new(EvidenceKind::Guest, "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)", console::tail(b.console, 25), Some(b.console_log.to_path_buf())));
         Outcome::Crash
     } else if !session.done {
-        evidence.push(ev(
+        evidence.push(Evidence::new(
             EvidenceKind::Guest,
-            "the guest ended before its init reported DONE".into(),
+            "the guest ended before its init reported DONE",
             console::tail(b.console, 25),
-            Some(b.console_log),
+            Some(b.console_log.to_path_buf()),
         ));
         Outcome::Crash
     } else if !splats.is_empty() || tests.iter().any(|t| t.outcome != Outcome::Pass) {

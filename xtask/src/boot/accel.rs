@@ -113,9 +113,14 @@ impl Chooser {
             .join(format!("accel-{arch}-{}", &k.finish()[..16]))
     }
 
-    /// Decides for `arch`, probing with `probe_guest` (the cell's kernel and
-    /// initramfs, its machine and CPU) when KVM is possible at all.
-    pub fn choose(&self, arch: Arch, probe_guest: &Guest) -> Choice {
+    /// Decides for `arch`. Only when KVM is possible at all and nothing is
+    /// known yet, `probe_guest` makes the probe's guest (the cell's kernel
+    /// with its machine and CPU) and the probe runs.
+    pub fn choose(
+        &self,
+        arch: Arch,
+        probe_guest: impl FnOnce() -> anyhow::Result<Guest>,
+    ) -> Choice {
         if let Some(c) = self.decided.borrow().get(&arch) {
             return c.clone();
         }
@@ -124,7 +129,7 @@ impl Chooser {
         c
     }
 
-    fn decide(&self, arch: Arch, probe_guest: &Guest) -> Choice {
+    fn decide(&self, arch: Arch, probe_guest: impl FnOnce() -> anyhow::Result<Guest>) -> Choice {
         let tcg = Accel::Tcg { multi_thread: true };
         match forced() {
             Ok(Some(a)) => {
@@ -165,10 +170,20 @@ impl Chooser {
                 };
             }
         }
-        let c = probe(&bin, probe_guest, &self.scratch);
-        let _ = std::fs::create_dir_all(&self.scratch);
-        let _ = std::fs::write(&memo, format!("{}\n{}", c.accel.qemu_arg(), c.why));
+        let c = match probe_guest() {
+            Ok(g) => probe(&bin, &g, &self.scratch),
+            Err(e) => Choice {
+                accel: tcg,
+                why: format!("KVM probe could not be prepared: {e:#}"),
+            },
+        };
+        self.remember(&memo, &c);
         c
+    }
+
+    fn remember(&self, memo: &Path, c: &Choice) {
+        let _ = std::fs::create_dir_all(&self.scratch);
+        let _ = std::fs::write(memo, format!("{}\n{}", c.accel.qemu_arg(), c.why));
     }
 
     /// QEMU died under KVM in a cell: TCG for this arch from now on, in this
@@ -180,9 +195,7 @@ impl Chooser {
         };
         self.decided.borrow_mut().insert(arch, c.clone());
         if forced().ok().flatten().is_none() {
-            let memo = self.memo(arch, &qemu::binary(arch));
-            let _ = std::fs::create_dir_all(&self.scratch);
-            let _ = std::fs::write(&memo, format!("{}\n{}", c.accel.qemu_arg(), c.why));
+            self.remember(&self.memo(arch, &qemu::binary(arch)), &c);
         }
         c
     }
@@ -204,11 +217,11 @@ fn probe(bin: &str, g: &Guest, scratch: &Path) -> Choice {
     // Stop at the first line the kernel prints: that is past where both
     // failures seen on these hosts happen (vCPU set-up, the first
     // instructions under the cells' CPU model).
+    let mut printed = false;
     let r = qemu::run_until(bin, &args, &console, PROBE_TIMEOUT, |l| {
-        l.contains("Linux version ")
+        printed = l.contains("Linux version ");
+        printed
     });
-    let text = String::from_utf8_lossy(&std::fs::read(&console).unwrap_or_default()).into_owned();
-    let printed = text.contains("Linux version ");
     match r {
         Err(e) => Choice { accel: tcg, why: format!("KVM probe could not start {bin}: {e}") },
         Ok(e) if printed && e.signal.is_none_or(|_| e.stopped) => Choice { accel: Accel::Kvm, why: format!("KVM probe: the kernel printed its first line under -accel kvm in {:.1}s", e.elapsed.as_secs_f64()) },
@@ -216,8 +229,9 @@ fn probe(bin: &str, g: &Guest, scratch: &Path) -> Choice {
         Ok(e) => Choice {
             accel: tcg,
             why: format!(
-                "KVM probe: QEMU {} under -accel kvm before the kernel printed anything: {}",
+                "KVM probe: QEMU {} under -accel kvm {}: {}",
                 e.signal.map_or(format!("exited with status {}", e.status.unwrap_or(-1)), |s| format!("was killed by signal {s}")),
+                if printed { "after the kernel's first line" } else { "before the kernel printed anything" },
                 e.stderr.trim().lines().take(3).collect::<Vec<_>>().join(" | ")
             ),
         },

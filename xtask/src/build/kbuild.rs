@@ -335,7 +335,7 @@ pub fn build(
         let excerpt = format!(
             "make {} (the bound for a kernel build; KMATRIX_STEP_TIMEOUT_SCALE scales it)\n{}",
             done.describe(),
-            proc::tail(&done.stdout, 15)
+            crate::analyze::console::tail(&done.stdout, 15)
         );
         return Ok(BuildOutcome::Failed {
             log: log.clone(),

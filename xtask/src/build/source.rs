@@ -252,14 +252,7 @@ fn ensure_worktree(
     }
     std::fs::create_dir_all(path.parent().unwrap())?;
     let _ = std::fs::remove_dir_all(path);
-    run_ok(
-        {
-            let mut c = git(repo);
-            c.args(["worktree", "prune"]);
-            c
-        },
-        "git worktree prune",
-    )?;
+    git_ok(repo, &["worktree", "prune"], "git worktree prune")?;
     log(&format!("checking out {}", path.display()));
     let mut c = git(repo);
     c.args(["worktree", "add", "--detach", "--force"])
@@ -283,14 +276,7 @@ impl Trees {
             work: cache.dir(&["trees", kernel, "work"]),
         };
         if remove_old_layout(cache, kernel, log) {
-            let _ = run_ok(
-                {
-                    let mut c = git(&t.repo);
-                    c.args(["worktree", "prune"]);
-                    c
-                },
-                "git worktree prune",
-            );
+            let _ = git_ok(&t.repo, &["worktree", "prune"], "git worktree prune");
         }
         ensure_worktree(&t.repo, &t.build, &t.base_commit, log)?;
         ensure_worktree(&t.repo, &t.work, &t.base_commit, log)?;
@@ -313,44 +299,17 @@ impl Trees {
             .add("series", s.hash.as_bytes())
             .finish();
         let refname = format!("refs/kmatrix/variants/{}", &id[..24]);
-        if let Ok(c) = run_ok(
-            {
-                let mut c = git(&self.repo);
-                c.args([
-                    "rev-parse",
-                    "--verify",
-                    "--quiet",
-                    &format!("{refname}^{{commit}}"),
-                ]);
-                c
-            },
+        let known = format!("{refname}^{{commit}}");
+        if let Ok(c) = git_ok(
+            &self.repo,
+            &["rev-parse", "--verify", "--quiet", &known],
             "git rev-parse",
         ) {
             return Ok(Ok(c));
         }
-        clear_stale_lock(&self.work);
-        let _ = proc::run(
-            {
-                let mut c = git(&self.work);
-                c.args(["am", "--abort"]);
-                c
-            },
-            limit::scaled(limit::GIT),
-        );
-        run_ok(
-            {
-                let mut c = git(&self.work);
-                c.args([
-                    "checkout",
-                    "--quiet",
-                    "--force",
-                    "--detach",
-                    &self.base_commit,
-                ]);
-                c
-            },
-            "git checkout base",
-        )?;
+        // An `am` interrupted in an earlier run would refuse the next one.
+        self.am_abort();
+        checkout(&self.work, &self.base_commit)?;
         for p in &s.patches {
             log(&format!(
                 "applying {}",
@@ -361,14 +320,7 @@ impl Trees {
             am.args(["am", "--quiet", "--keep-cr"]).arg(&abs);
             let out = proc::run(am, limit::scaled(limit::GIT))?;
             if !out.success() {
-                let _ = proc::run(
-                    {
-                        let mut c = git(&self.work);
-                        c.args(["am", "--abort"]);
-                        c
-                    },
-                    limit::scaled(limit::GIT),
-                );
+                self.am_abort();
                 let mut detail = explain_apply_failure(&self.work, &abs, &out.stderr, &out.stdout);
                 if out.timed_out {
                     detail = format!("git am {}\n{detail}", out.describe());
@@ -379,23 +331,20 @@ impl Trees {
                 }));
             }
         }
-        let head = run_ok(
-            {
-                let mut c = git(&self.work);
-                c.args(["rev-parse", "HEAD"]);
-                c
-            },
-            "git rev-parse HEAD",
-        )?;
-        run_ok(
-            {
-                let mut c = git(&self.repo);
-                c.args(["update-ref", &refname, &head]);
-                c
-            },
+        let head = git_ok(&self.work, &["rev-parse", "HEAD"], "git rev-parse HEAD")?;
+        git_ok(
+            &self.repo,
+            &["update-ref", &refname, &head],
             "git update-ref",
         )?;
         Ok(Ok(head))
+    }
+
+    fn am_abort(&self) {
+        clear_stale_lock(&self.work);
+        let mut c = git(&self.work);
+        c.args(["am", "--abort"]);
+        let _ = proc::run(c, limit::scaled(limit::GIT));
     }
 
     /// Switches the build tree to `commit`, rewriting only files that differ.
@@ -406,17 +355,16 @@ impl Trees {
 
     /// Switches the work tree (selftests, headers) to `commit`.
     pub fn checkout_work(&self, commit: &str) -> Result<&Path> {
-        let _ = proc::run(
-            {
-                let mut c = git(&self.work);
-                c.args(["am", "--abort"]);
-                c
-            },
-            limit::scaled(limit::GIT),
-        );
         checkout(&self.work, commit)?;
         Ok(&self.work)
     }
+}
+
+/// `git -C dir args...` within the git bound; its stdout, or Err naming `what`.
+fn git_ok(dir: &Path, args: &[&str], what: &str) -> Result<String> {
+    let mut c = git(dir);
+    c.args(args);
+    run_ok(c, what)
 }
 
 /// Earlier versions kept a worktree per variant (`trees/<kernel>/<variant>`
@@ -488,20 +436,14 @@ fn checkout(tree: &Path, commit: &str) -> Result<()> {
     clear_stale_lock(tree);
     // Refresh the index's stat data first: a file whose mtime changed but
     // whose content did not is then left alone instead of rewritten.
-    let _ = proc::run(
-        {
-            let mut c = git(tree);
-            c.args(["update-index", "-q", "--refresh"]);
-            c
-        },
-        limit::scaled(limit::GIT),
+    let _ = git_ok(
+        tree,
+        &["update-index", "-q", "--refresh"],
+        "git update-index",
     );
-    run_ok(
-        {
-            let mut c = git(tree);
-            c.args(["checkout", "--quiet", "--force", "--detach", commit]);
-            c
-        },
+    git_ok(
+        tree,
+        &["checkout", "--quiet", "--force", "--detach", commit],
         &format!("git checkout {commit} in {}", tree.display()),
     )?;
     Ok(())

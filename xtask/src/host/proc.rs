@@ -10,6 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+
+use crate::analyze::console::tail;
 use wait_timeout::ChildExt;
 
 /// Bounds for host steps. Generous: a bound exists to end a hang, not to
@@ -148,23 +150,13 @@ pub fn checked(step: &str, cmd: Command, timeout: Duration) -> Result<Finished> 
     let f = run(cmd, timeout)?;
     if !f.success() {
         anyhow::bail!(
-            "{step}: `{what}` {}\n{}{}",
+            "{step}: `{what}` {}\n{}\n{}",
             f.describe(),
             tail(&f.stderr, 20),
             tail(&f.stdout, 5)
         );
     }
     Ok(f)
-}
-
-/// The last `n` lines of `text`.
-pub fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut s = lines[lines.len().saturating_sub(n)..].join("\n");
-    if !s.is_empty() {
-        s.push('\n');
-    }
-    s
 }
 
 #[cfg(test)]

@@ -149,7 +149,11 @@ fn as_root(args: &[&str]) -> Result<()> {
     let f = proc::stream(cmd, limit::scaled(limit::APT), |l| eprintln!("{l}"))
         .with_context(|| format!("running {shown}"))?;
     if !f.success() {
-        bail!("`{shown}` {}\n{}", f.describe(), proc::tail(&f.stderr, 20));
+        bail!(
+            "`{shown}` {}\n{}",
+            f.describe(),
+            crate::analyze::console::tail(&f.stderr, 20)
+        );
     }
     Ok(())
 }

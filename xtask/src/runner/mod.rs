@@ -103,20 +103,6 @@ impl<'a> Ctx<'a> {
     }
 }
 
-fn evidence(
-    kind: EvidenceKind,
-    what: impl Into<String>,
-    excerpt: impl Into<String>,
-    path: Option<PathBuf>,
-) -> Evidence {
-    Evidence {
-        kind,
-        what: what.into(),
-        excerpt: excerpt.into(),
-        path,
-    }
-}
-
 fn failed(mut r: CellResult, outcome: Outcome, e: Evidence) -> CellResult {
     r.outcome = outcome;
     r.evidence.push(e);
@@ -171,7 +157,7 @@ pub fn run_cell(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> CellResult {
         Err(e) => failed(
             new_result(cell, ctx),
             Outcome::InfraError,
-            evidence(
+            Evidence::new(
                 EvidenceKind::Harness,
                 "harness error",
                 format!("{e:#}"),
@@ -219,7 +205,7 @@ pub fn run_cell_with_retries(ctx: &Ctx, cell: &Cell, retries: u32, sink: &dyn Si
             r.outcome = Outcome::Flaky;
             r.evidence.insert(
                 0,
-                evidence(
+                Evidence::new(
                     EvidenceKind::Attempt,
                     format!(
                         "flaky: attempt 1 was {} and attempt {} was as expected",
@@ -268,7 +254,7 @@ fn prepare(
             return Ok(Err(failed(
                 r,
                 Outcome::ApplyError,
-                evidence(
+                Evidence::new(
                     EvidenceKind::Host,
                     format!("patch {} does not apply", patch.display()),
                     detail,
@@ -293,7 +279,7 @@ fn prepare(
                 return Ok(Err(failed(
                     r,
                     Outcome::ApplyError,
-                    evidence(EvidenceKind::Host, what, detail, Some(patch)),
+                    Evidence::new(EvidenceKind::Host, what, detail, Some(patch)),
                 )));
             }
         },
@@ -362,14 +348,14 @@ fn prepare(
             return Ok(Err(failed(
                 r,
                 Outcome::ConfigError,
-                evidence(EvidenceKind::Host, what, lines.join("\n"), Some(config)),
+                Evidence::new(EvidenceKind::Host, what, lines.join("\n"), Some(config)),
             )));
         }
         Err(e) => {
             return Ok(Err(failed(
                 r,
                 Outcome::ConfigError,
-                evidence(
+                Evidence::new(
                     EvidenceKind::Host,
                     "kernel configuration failed",
                     format!("{e:#}"),
@@ -412,7 +398,7 @@ fn prepare(
             return Ok(Err(failed(
                 r,
                 Outcome::BuildError,
-                evidence(
+                Evidence::new(
                     EvidenceKind::Host,
                     "kernel build failed",
                     excerpt,
@@ -448,17 +434,23 @@ fn prepare(
     let test_kernel_id = source::kernel_tree_id(&trees.repo, &test_commit)?;
     let busybox = crate::host::setup::busybox(cell.arch, ctx.cache)?;
     let initrd = dir.join("initramfs.cpio.gz");
-    // The accelerator decides the test timeouts' scale, and the probe needs
-    // a kernel and an initramfs: probe with this cell's, scripts only.
+    // The accelerator decides the test timeouts' scale. A probe, when one
+    // runs, boots this cell's kernel on an initramfs without tests.
     let probe_initrd = dir.join("probe-initramfs.cpio.gz");
-    std::fs::write(
-        &probe_initrd,
-        guest::initramfs(&ctx.repo_root, &busybox, &[], 1)?,
-    )?;
-    let choice = ctx.accel.choose(
-        cell.arch,
-        &guest_for(ctx, cell, &built.image, &probe_initrd, Accel::Kvm, None),
-    );
+    let choice = ctx.accel.choose(cell.arch, || {
+        std::fs::write(
+            &probe_initrd,
+            guest::initramfs(&ctx.repo_root, &busybox, &[], 1)?,
+        )?;
+        Ok(guest_for(
+            ctx,
+            cell,
+            &built.image,
+            &probe_initrd,
+            Accel::Kvm,
+            None,
+        ))
+    });
     let _ = std::fs::remove_file(&probe_initrd);
     ev.note(&format!(
         "accelerator: {} ({})",
@@ -489,7 +481,7 @@ fn prepare(
                 return Ok(Err(failed(
                     r,
                     Outcome::BuildError,
-                    evidence(
+                    Evidence::new(
                         EvidenceKind::Host,
                         format!("guest program for test {test} failed to compile"),
                         excerpt,
@@ -608,7 +600,7 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
         again.accel = accel.qemu_arg();
         again.accel_reason = Some(c.why.clone());
         again.kvm_given_up = Some(why.clone());
-        again.evidence.push(evidence(
+        again.evidence.push(Evidence::new(
             EvidenceKind::Accel,
             format!(
                 "KVM given up: {why}; the cell was booted again under {}",
@@ -726,7 +718,7 @@ fn boot_once(
                 failed(
                     r,
                     Outcome::InfraError,
-                    evidence(
+                    Evidence::new(
                         EvidenceKind::Qemu,
                         format!("could not start {bin}"),
                         format!("{e}\n$ {line}"),
@@ -824,7 +816,7 @@ pub fn boot_interactive(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<()> {
     g.interactive = true;
     let bin = qemu::binary(cell.arch);
     let args = qemu::args(&g);
-    eprintln!("$ {}", qemu::shell_line(&bin, &args));
+    ev.note(&format!("$ {}", qemu::shell_line(&bin, &args)));
     let st = std::process::Command::new(&bin).args(&args).status()?;
     anyhow::ensure!(st.success(), "{bin} exited with {st}");
     Ok(())
