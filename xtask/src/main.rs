@@ -67,6 +67,20 @@ enum Cmd {
     /// For `git bisect run`: build and boot the checked-out commit of
     /// --tree, exit 0 good, 1 bad, 125 skip, 128 harness error.
     BisectStep(bisect::StepArgs),
+    /// Write a git checkout of a matrix kernel to DEST, with a series
+    /// applied as commits (branch `kmatrix` on tag `kmatrix-base`): a tree
+    /// to work in, and to give to --tree or `git bisect run`.
+    Checkout {
+        /// The kernel, as named in the matrix (e.g. 6.1).
+        kernel: String,
+        dest: PathBuf,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
+        #[command(flatten)]
+        source: bisect::SourceArgs,
+        #[arg(long)]
+        no_setup: bool,
+    },
     /// Compare metrics of a finished run (default results/latest) with statistics.
     Compare {
         run_dir: Option<PathBuf>,
@@ -145,6 +159,13 @@ fn main() -> ExitCode {
         Cmd::Matrix(a) => cmd_matrix(&root, &cwd, a, &mut |_, _| Ok(())).map(|(c, _)| c),
         Cmd::Sweep(a) => bisect::cmd_sweep(&root, &cwd, a),
         Cmd::Bisect(a) => bisect::cmd_bisect(&root, &cwd, a),
+        Cmd::Checkout {
+            kernel,
+            dest,
+            matrix,
+            source,
+            no_setup,
+        } => bisect::cmd_checkout(&root, &cwd, &kernel, &dest, &matrix, &source, no_setup),
         Cmd::BisectStep(a) => {
             // git bisect run: 125 is skip, 1-127 bad, 128+ aborts the bisect.
             // A harness error must abort, never pass for "bad".

@@ -388,7 +388,10 @@ fn run_judged(
     loop {
         ctx.boots = Some(boots);
         let r = runner::run_cell(ctx, cell, sink);
-        let v = predicate::judge(pred, &r, base, better, min_effect);
+        // The base step of a relative predicate is its own reference: it
+        // is good when it ran and reports what the predicate reads.
+        let reference = base.or(pred.needs_base().then_some(&r));
+        let v = predicate::judge(pred, &r, reference, better, min_effect);
         match v {
             Verdict::Unclear(why) if boots * 2 <= max_boots && !signals::interrupted() => {
                 sink.note(&format!(
@@ -714,7 +717,11 @@ impl Step {
     }
 
     pub fn build_text(&self) -> String {
-        if self.build_cached {
+        if self.outcome == Outcome::BuildError {
+            "failed".into()
+        } else if self.outcome == Outcome::ApplyError {
+            "not applied".into()
+        } else if self.build_cached {
             "cached".into()
         } else {
             format!(
@@ -984,4 +991,54 @@ pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
         Judgement::Bad => 1,
         Judgement::Skip => 125,
     })
+}
+
+/// `cargo xtask checkout`: a git tree of a matrix kernel with a series
+/// applied as commits, for your own work, `--tree` and `git bisect`.
+pub fn cmd_checkout(
+    root: &Path,
+    cwd: &Path,
+    kernel: &str,
+    dest: &Path,
+    matrix: &Path,
+    source_args: &SourceArgs,
+    no_setup: bool,
+) -> Result<u8> {
+    let dest = cwd.join(dest);
+    if dest.exists() && std::fs::read_dir(&dest)?.next().is_some() {
+        bail!("{} exists and is not empty", dest.display());
+    }
+    let mut m = crate::load_matrix(&cwd.join(matrix))?;
+    if !no_setup {
+        setup::ensure(&crate::debian_packages(&m))?;
+    }
+    let cache = cache::Cache::open(cache::default_root(), true)?;
+    let kernel = match apply_sources(&mut m, source_args, cwd, &cache, Some(kernel))? {
+        Some(k) => k,
+        None => variants::pick_kernel(&m, Some(kernel))?,
+    };
+    let mut log = |s: &str| eprintln!("{s}");
+    let base = source::prepare_base(m.kernel[&kernel].source.get_ref(), &cache, &mut log)?;
+    let trees = source::Trees::open(&base, &kernel, &cache, &mut log)?;
+    let series = match m.kernel[&kernel].series.first() {
+        Some(s) if source_args.series_dir.is_some() || source_args.series_name.is_some() => {
+            let name = variants::pick_series(&m, &kernel, source_args.series_name.as_deref())
+                .unwrap_or_else(|_| s.get_ref().clone());
+            let spec = &m.series[&name];
+            Some(Series::load_prefix(&name, &root.join(&spec.dir), spec.take)?)
+        }
+        _ => None,
+    };
+    let commit = match trees.variant_commit(series.as_ref(), &mut log)? {
+        Ok(c) => c,
+        Err(e) => bail!("{} does not apply:\n{}", e.patch.display(), e.detail),
+    };
+    source::export_tree(&trees.repo, &base.commit, &commit, &dest)?;
+    println!(
+        "{}: branch kmatrix at {} ({} patches on tag kmatrix-base)",
+        dest.display(),
+        &commit[..12],
+        series.as_ref().map_or(0, |s| s.patches.len())
+    );
+    Ok(0)
 }

@@ -433,6 +433,20 @@ pub fn export_range(tree: &Path, range: &str, cache: &Cache) -> Result<(String, 
     Ok((base, dir))
 }
 
+/// A plain git checkout of `commit` at `dest` (branch `kmatrix`, tag
+/// `kmatrix-base` at `base`), cloned from the cache's repo with its own
+/// objects: a tree the user owns.
+pub fn export_tree(repo: &Path, base: &str, commit: &str, dest: &Path) -> Result<()> {
+    let mut c = Command::new("git");
+    c.args(["clone", "--quiet", "--no-checkout"]).arg(repo).arg(dest);
+    run_ok(c, &format!("git clone {}", repo.display()))?;
+    let r = dest.display().to_string();
+    git_ok(dest, &["fetch", "--quiet", &repo.display().to_string(), commit], "git fetch")?;
+    git_ok(dest, &["tag", "kmatrix-base", base], "git tag")?;
+    git_ok(dest, &["checkout", "--quiet", "-b", "kmatrix", commit], &format!("git checkout in {r}"))?;
+    Ok(())
+}
+
 /// The two worktrees of one kernel (see the module doc).
 pub struct Trees {
     pub repo: PathBuf,
