@@ -126,7 +126,7 @@ fn bisect_names_the_patch_that_slows_the_measured_path() {
             "--metric",
             "seccomp_notify.default.same-cpu",
             "--regressed-by",
-            "100",
+            "300",
         ],
     );
     assert_eq!(code, 0, "{md}");

@@ -310,3 +310,56 @@ pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInf
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The real default-matrix run, its series cells renamed as the one
+    /// and only prefix of a one-patch sweep.
+    fn sweep_run() -> (Run, Vec<PatchInfo>) {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/results-default-matrix.json"
+        ))
+        .unwrap();
+        let mut run: Run = serde_json::from_str(&text).unwrap();
+        for c in run.cells.iter_mut().filter(|c| c.variant != "base") {
+            c.variant = "s@1".into();
+            c.id = format!("{}/s@1/{}/{}", c.kernel, c.arch, c.config);
+        }
+        let m = crate::plan::matrix::Matrix::parse(
+            "matrix.toml",
+            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml")).unwrap(),
+        )
+        .unwrap();
+        run.comparisons = compare::compare(&run, &m);
+        let p = PatchInfo {
+            file: "0001-x.patch".into(),
+            subject: "seccomp: the whole series as one".into(),
+            author: "A <a@b>".into(),
+            commit: String::new(),
+        };
+        (run, vec![p])
+    }
+
+    #[test]
+    fn a_sweep_shows_where_a_case_starts_to_pass_and_each_metric_per_patch() {
+        let (run, patches) = sweep_run();
+        let md = sweep_markdown(&run, "6.1", "s", &patches);
+        assert!(md.contains("## x86_64/tiny") && md.contains("## arm64/tiny"), "{md}");
+        assert!(
+            md.contains("now passes: seccomp_bpf global.user_notification_sync"),
+            "{md}"
+        );
+        // Sync mode: a skip on the base, a median with a CI on the series.
+        let sync = md.split("`seccomp_notify.sync.same-cpu`").nth(1).unwrap();
+        let rows: Vec<&str> = sync.lines().filter(|l| l.starts_with("| 0 ") || l.starts_with("| 1 ")).take(2).collect();
+        assert!(rows[0].contains("skip"), "{rows:?}");
+        assert!(rows[1].contains("us/op") && rows[1].contains('['), "{rows:?}");
+        // Default mode: the change against the base with its verdict.
+        let default = md.split("`seccomp_notify.default.same-cpu`").nth(1).unwrap();
+        let row1 = default.lines().find(|l| l.starts_with("| 1 ")).unwrap();
+        assert!(row1.contains('%') && row1.matches('|').count() == 6, "{row1}");
+    }
+}
