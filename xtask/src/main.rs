@@ -7,6 +7,7 @@
 mod analyze;
 mod boot;
 mod build;
+mod cmd_report;
 mod host;
 mod kinds;
 mod plan;
@@ -57,15 +58,47 @@ enum Cmd {
         matrix: PathBuf,
         #[arg(long)]
         json: bool,
+        /// One line (JSON object) per kernel/arch/config with its `--cell` glob.
+        #[arg(long)]
+        groups: bool,
     },
-    /// Compare metrics of a finished run (default results/latest) with statistics.
+    /// Compare metrics of a finished run (default results/latest) with
+    /// statistics; with two runs, each cell of RUN_B against the same cell of RUN_DIR.
     Compare {
         run_dir: Option<PathBuf>,
+        #[arg(value_name = "RUN_B")]
+        other: Option<PathBuf>,
+        /// With two runs: where to write the comparison (default RUN_B/compare.json).
+        #[arg(long, requires = "other")]
+        out: Option<PathBuf>,
         #[arg(long, default_value = "matrix.toml")]
         matrix: PathBuf,
         /// Exit 1 when a metric regressed significantly beyond its threshold.
         #[arg(long)]
         fail_on_regression: bool,
+    },
+    /// Merge results.json files (dirs or files) into one run; recompute comparisons and reports.
+    Merge {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
+        #[arg(long)]
+        fail_on_regression: bool,
+    },
+    /// Write JUnit XML, HTML and KCIDB JSON of a run (all three into RUN_DIR by default).
+    Report {
+        run_dir: PathBuf,
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        #[arg(long)]
+        html: Option<PathBuf>,
+        #[arg(long)]
+        kcidb: Option<PathBuf>,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
     },
 }
 
@@ -131,12 +164,43 @@ fn main() -> ExitCode {
         Cmd::Matrix(a) => cmd_matrix(&root, a),
         Cmd::Boot { cell, matrix } => cmd_boot(&root, &cell, &matrix).map(|_| 0),
         Cmd::Setup => setup::ensure(&[]).map(|_| 0),
-        Cmd::List { matrix, json } => cmd_list(&matrix, json).map(|_| 0),
+        Cmd::List {
+            matrix,
+            json,
+            groups: true,
+        } => cmd_report::cmd_list_groups(&matrix, json),
+        Cmd::List { matrix, json, .. } => cmd_list(&matrix, json).map(|_| 0),
+        Cmd::Compare {
+            run_dir: Some(a),
+            other: Some(b),
+            matrix,
+            out,
+            fail_on_regression,
+        } => cmd_report::cmd_compare_runs(&a, &b, &matrix, out, fail_on_regression),
         Cmd::Compare {
             run_dir,
             matrix,
             fail_on_regression,
+            ..
         } => cmd_compare(&root, run_dir, &matrix, fail_on_regression),
+        Cmd::Merge {
+            out,
+            runs,
+            matrix,
+            fail_on_regression,
+        } => cmd_report::cmd_merge(&root, &out, &runs, &matrix, fail_on_regression),
+        Cmd::Report {
+            run_dir,
+            junit,
+            html,
+            kcidb,
+            matrix,
+        } => cmd_report::cmd_report(
+            &root,
+            &run_dir,
+            cmd_report::Targets { junit, html, kcidb },
+            &matrix,
+        ),
     };
     match r {
         Ok(code) => ExitCode::from(code),
@@ -337,6 +401,7 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     }
     let summary = report::markdown::markdown(&run) + &compare::markdown(&run.comparisons);
     std::fs::write(run_dir.join("summary.md"), &summary)?;
+    cmd_report::write_reports(root, &run, Some(&m), &cmd_report::Targets::all_in(&run_dir))?;
     println!("{summary}");
     println!("results: {}", results_path.display());
     if signals::interrupted() {
