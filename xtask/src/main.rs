@@ -50,7 +50,8 @@ enum Cmd {
         #[arg(long, default_value = "matrix.toml")]
         matrix: PathBuf,
     },
-    /// Install the host packages the harness needs (Debian 12, root or sudo).
+    /// Install the host packages the harness needs (Debian 12, root or sudo),
+    /// and the tools its test suite checks reports with (cache/tools).
     Setup,
     /// Print the cell ids the matrix expands to (one per line, or JSON for CI fan-out).
     List {
@@ -163,7 +164,9 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Matrix(a) => cmd_matrix(&root, a),
         Cmd::Boot { cell, matrix } => cmd_boot(&root, &cell, &matrix).map(|_| 0),
-        Cmd::Setup => setup::ensure(&[]).map(|_| 0),
+        Cmd::Setup => setup::ensure(&[])
+            .and_then(|_| host::tools::ensure())
+            .map(|_| 0),
         Cmd::List {
             matrix,
             json,
