@@ -34,7 +34,7 @@ pub fn esc(s: &str) -> String {
 }
 
 const STYLE: &str = r#"
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 24px; color: #1d2126; max-width: 1400px; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 14px; margin: 24px; color: #1d2126; max-width: 1400px; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
 h3 { font-size: 15px; margin: 20px 0 6px; }
 .meta { color: #57606a; font-size: 13px; }
@@ -53,6 +53,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .v-no-change { background: #ddf4ff; color: #0a3069; }
 .v-too-noisy, .v-too-few-samples { background: #fff8c5; color: #7d4e00; }
 .no { color: #a40e26; font-weight: 700; }
+tr.bad td { background: #fff5f5; }
 details { margin-top: 4px; } summary { cursor: pointer; color: #0969da; }
 pre { background: #f6f8fa; padding: 8px; font-size: 12px; overflow-x: auto; max-height: 420px; }
 .plot { margin: 6px 0 2px; }
@@ -115,12 +116,12 @@ fn test_cell(t: &TestResult) -> String {
     s
 }
 
-/// 5-8 round tick values covering [lo, hi].
+/// 4-9 round tick values covering [lo, hi].
 fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     let span = (hi - lo).max(1e-9);
-    let raw = span / 6.0;
+    let raw = span / 8.0;
     let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
         .map(|m| m * mag)
         .find(|s| *s >= raw)
@@ -386,7 +387,8 @@ pub fn html(run: &Run) -> String {
     for c in &run.cells {
         let _ = write!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            if c.as_expected { "" } else { " class=bad" },
             esc(&c.id),
             outcome(c.outcome),
             if c.as_expected {
