@@ -135,9 +135,19 @@ pub fn write_reports(root: &Path, run: &Run, m: Option<&Matrix>, t: &Targets) ->
     Ok(())
 }
 
-/// summary.md to the job's step summary, and annotations, when in Actions.
-pub fn publish_github(run: &Run, summary: &str) {
+/// The reports `matrix` writes beside results.json; a failure is a
+/// warning, not the run's failure (results.json and summary.md are saved).
+pub fn write_run_reports(root: &Path, run: &Run, m: &Matrix, dir: &Path) {
+    if let Err(e) = write_reports(root, run, Some(m), &Targets::all_in(dir)) {
+        eprintln!("warning: writing the reports in {}: {e:#}", dir.display());
+    }
+}
+
+/// summary.md (made only when wanted: its CIs are bootstraps) to the
+/// job's step summary, and annotations, when in Actions.
+pub fn publish_github(run: &Run, summary: impl FnOnce() -> String) {
     if let Some(p) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let summary = summary();
         use std::io::Write;
         let r = std::fs::OpenOptions::new()
             .append(true)
@@ -207,7 +217,7 @@ pub fn cmd_merge(
         runs.len(),
         results.display()
     );
-    publish_github(&run, &summary);
+    publish_github(&run, || summary);
     Ok(verdict_code(&run, fail_on_regression))
 }
 
@@ -236,7 +246,7 @@ pub fn cmd_report(root: &Path, run_dir: &Path, t: Targets, matrix_path: &Path) -
     for p in [&t.junit, &t.html, &t.kcidb].into_iter().flatten() {
         println!("wrote {}", p.display());
     }
-    publish_github(&run, &summary(&run));
+    publish_github(&run, || summary(&run));
     Ok(0)
 }
 

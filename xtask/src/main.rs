@@ -404,7 +404,7 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
     }
     let summary = report::markdown::markdown(&run) + &compare::markdown(&run.comparisons);
     std::fs::write(run_dir.join("summary.md"), &summary)?;
-    cmd_report::write_reports(root, &run, Some(&m), &cmd_report::Targets::all_in(&run_dir))?;
+    cmd_report::write_run_reports(root, &run, &m, &run_dir);
     println!("{summary}");
     println!("results: {}", results_path.display());
     if signals::interrupted() {
