@@ -44,9 +44,11 @@ pub fn load_run(p: &Path) -> Result<Run> {
     serde_json::from_value(v).with_context(|| format!("{} is not a results.json", file.display()))
 }
 
-/// The series of the matrix as KCIDB patch sets; patch URLs point at the
-/// GitHub blob of this commit in Actions, else at the local file.
-fn patchsets(root: &Path, m: &Matrix) -> BTreeMap<String, kcidb::Patchset> {
+/// The patch set of every variant of `run` that is a series of the matrix
+/// (`NAME`, or `NAME@K` for its first K patches, as sweep and bisect name
+/// them). Patch URLs point at the GitHub blob of this commit in Actions,
+/// else at the local file.
+fn patchsets(root: &Path, m: &Matrix, run: &Run) -> BTreeMap<String, kcidb::Patchset> {
     let github = match (
         std::env::var("GITHUB_SERVER_URL"),
         std::env::var("GITHUB_REPOSITORY"),
@@ -56,21 +58,35 @@ fn patchsets(root: &Path, m: &Matrix) -> BTreeMap<String, kcidb::Patchset> {
         _ => None,
     };
     let mut out = BTreeMap::new();
-    for (name, s) in &m.series {
-        let Ok(series) = crate::build::source::Series::load(name, &root.join(&s.dir)) else {
+    for variant in run.cells.iter().map(|c| &c.variant) {
+        if variant == "base" || out.contains_key(variant) {
+            continue;
+        }
+        let (name, take) = match variant.split_once('@') {
+            Some((n, k)) => (n, k.parse::<usize>().ok()),
+            None => (variant.as_str(), None),
+        };
+        let Some(s) = m.series.get(name) else {
             continue;
         };
-        let bytes: Vec<Vec<u8>> = series
-            .patches
+        let Ok(mut patches) = crate::build::source::Series::files(name, &root.join(&s.dir)) else {
+            continue;
+        };
+        if let Some(k) = take {
+            patches.truncate(k);
+        }
+        let bytes: Vec<Vec<u8>> = patches
             .iter()
             .filter_map(|p| std::fs::read(p).ok())
             .collect();
+        if bytes.len() != patches.len() {
+            continue;
+        }
         let refs: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
-        let files = series
-            .patches
+        let files = patches
             .iter()
             .map(|p| {
-                let name = p
+                let file = p
                     .file_name()
                     .unwrap_or_default()
                     .to_string_lossy()
@@ -82,11 +98,11 @@ fn patchsets(root: &Path, m: &Matrix) -> BTreeMap<String, kcidb::Patchset> {
                         std::fs::canonicalize(p).unwrap_or(p.clone()).display()
                     ),
                 };
-                (name, url)
+                (file, url)
             })
             .collect();
         out.insert(
-            name.clone(),
+            variant.clone(),
             kcidb::Patchset {
                 files,
                 hash: kcidb::patchset_hash(&refs),
@@ -127,7 +143,7 @@ pub fn write_reports(root: &Path, run: &Run, m: Option<&Matrix>, t: &Targets) ->
         std::fs::write(p, html::html(run)).with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(p) = &t.kcidb {
-        let ps = m.map(|m| patchsets(root, m)).unwrap_or_default();
+        let ps = m.map(|m| patchsets(root, m, run)).unwrap_or_default();
         let doc = kcidb::kcidb(run, &ps);
         std::fs::write(p, serde_json::to_string_pretty(&doc)?)
             .with_context(|| format!("writing {}", p.display()))?;

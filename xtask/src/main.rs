@@ -5,6 +5,7 @@
 //! expectation, 2 the harness could not run (bad input, missing tools).
 
 mod analyze;
+mod bisect;
 mod boot;
 mod build;
 mod cmd_report;
@@ -63,6 +64,14 @@ enum Cmd {
         #[arg(long)]
         groups: bool,
     },
+    /// Every prefix of a series (base, +1, ..., +N) as one run: each test
+    /// and metric patch by patch (sweep.md beside summary.md).
+    Sweep(MatrixArgs),
+    /// Find the first patch of a series at which a predicate turns bad.
+    Bisect(bisect::BisectArgs),
+    /// For `git bisect run`: build and boot the checked-out commit of
+    /// --tree, exit 0 good, 1 bad, 125 skip, 128 harness error.
+    BisectStep(bisect::StepArgs),
     /// Compare metrics of a finished run (default results/latest) with
     /// statistics; with two runs, each cell of RUN_B against the same cell of RUN_DIR.
     Compare {
@@ -103,10 +112,10 @@ enum Cmd {
     },
 }
 
-#[derive(Args)]
-struct MatrixArgs {
+#[derive(Args, Clone, Default)]
+pub struct MatrixArgs {
     #[arg(long, default_value = "matrix.toml")]
-    matrix: PathBuf,
+    pub matrix: PathBuf,
     #[arg(long)]
     arch: Vec<String>,
     #[arg(long)]
@@ -147,12 +156,17 @@ struct MatrixArgs {
     /// pooled and comparisons count the spread between boots.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
     boots: Option<u32>,
+    #[command(flatten)]
+    source: bisect::SourceArgs,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     signals::install();
     let root = repo_root();
+    // Paths on the command line (--tree, --series) are the caller's: kept
+    // before the harness moves to its own directory.
+    let cwd = std::env::current_dir().unwrap_or_else(|_| root.clone());
     if let Err(e) = std::env::set_current_dir(&root) {
         eprintln!("error: cannot enter {}: {e}", root.display());
         return ExitCode::from(2);
@@ -162,7 +176,17 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let r = match cli.cmd {
-        Cmd::Matrix(a) => cmd_matrix(&root, a),
+        Cmd::Matrix(a) => cmd_matrix(&root, &cwd, a, &mut |_, _| Ok(())).map(|(c, _)| c),
+        Cmd::Sweep(a) => bisect::cmd_sweep(&root, &cwd, a),
+        Cmd::Bisect(a) => bisect::cmd_bisect(&root, &cwd, a),
+        Cmd::BisectStep(a) => {
+            // git bisect run: 125 is skip, 1-127 bad, 128+ aborts the bisect.
+            // A harness error must abort, never pass for "bad".
+            return ExitCode::from(bisect::cmd_step(&root, &cwd, a).unwrap_or_else(|e| {
+                eprintln!("error: {e:#}");
+                128
+            }));
+        }
         Cmd::Boot { cell, matrix } => cmd_boot(&root, &cell, &matrix).map(|_| 0),
         Cmd::Setup => setup::ensure(&[])
             .and_then(|_| host::tools::ensure())
@@ -221,13 +245,13 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn load_matrix(path: &Path) -> Result<matrix::Matrix> {
+pub fn load_matrix(path: &Path) -> Result<matrix::Matrix> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     matrix::Matrix::parse(&path.display().to_string(), &text)
 }
 
-fn debian_packages(m: &matrix::Matrix) -> Vec<String> {
+pub fn debian_packages(m: &matrix::Matrix) -> Vec<String> {
     m.kernel
         .values()
         .filter_map(|k| match k.source.get_ref() {
@@ -238,7 +262,7 @@ fn debian_packages(m: &matrix::Matrix) -> Vec<String> {
 }
 
 /// UTC `YYYYmmdd-HHMMSS` without a date crate (days-from-civil inverse).
-fn timestamp() -> String {
+pub fn timestamp() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -261,7 +285,7 @@ fn timestamp() -> String {
     )
 }
 
-fn host_info() -> results::Host {
+pub fn host_info() -> results::Host {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .unwrap_or_default()
@@ -287,8 +311,28 @@ fn host_info() -> results::Host {
     }
 }
 
-fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
-    let m = load_matrix(&a.matrix)?;
+/// Runs the selected cells of the matrix, after `derive` has adapted it
+/// (sweep's prefixes); returns the exit code and the run directory.
+pub fn cmd_matrix(
+    root: &Path,
+    cwd: &Path,
+    a: MatrixArgs,
+    derive: &mut dyn FnMut(&mut matrix::Matrix, &cache::Cache) -> Result<()>,
+) -> Result<(u8, PathBuf)> {
+    let mut m = load_matrix(&a.matrix)?;
+    if !a.no_setup {
+        setup::ensure(&debian_packages(&m))?;
+    }
+    let cache = cache::Cache::open(cache::default_root(), !a.no_wait)?;
+    let kernel = bisect::apply_sources(
+        &mut m,
+        &a.source,
+        cwd,
+        &cache,
+        a.kernel.first().map(String::as_str),
+    )?;
+    let _ = kernel;
+    derive(&mut m, &cache)?;
     let filters = matrix::Filters {
         arch: a.arch,
         kernel: a.kernel,
@@ -297,10 +341,6 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
         cell: a.cell,
     };
     let cells = m.cells(&filters)?;
-    if !a.no_setup {
-        setup::ensure(&debian_packages(&m))?;
-    }
-    let cache = cache::Cache::open(cache::default_root(), !a.no_wait)?;
     let resuming = a.resume.is_some();
     let run_dir = match a.out.or(a.resume) {
         Some(d) => d,
@@ -337,7 +377,7 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
                     "error: {e:#}\nrefusing to overwrite {}: it holds results this version cannot read. Move it away, or pick another --out.",
                     results_path.display()
                 );
-                return Ok(2);
+                return Ok((2, run_dir));
             }
         }
     } else {
@@ -412,7 +452,7 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
             "interrupted: results so far saved in {}",
             results_path.display()
         );
-        return Ok(2);
+        return Ok((2, run_dir));
     }
     let selected: Vec<String> = cells.iter().map(|c| c.id()).collect();
     let bad: Vec<&results::CellResult> = run
@@ -426,12 +466,12 @@ fn cmd_matrix(root: &Path, a: MatrixArgs) -> Result<u8> {
         }
     }
     if a.fail_on_regression && report_regressions(&run.comparisons) {
-        return Ok(1);
+        return Ok((1, run_dir));
     }
-    Ok(if bad.is_empty() { 0 } else { 1 })
+    Ok((if bad.is_empty() { 0 } else { 1 }, run_dir))
 }
 
-fn report_regressions(cs: &[results::Comparison]) -> bool {
+pub fn report_regressions(cs: &[results::Comparison]) -> bool {
     let mut any = false;
     for c in cs
         .iter()

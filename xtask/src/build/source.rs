@@ -22,11 +22,108 @@ use crate::plan::matrix::SourceSpec;
 pub struct Series {
     pub patches: Vec<PathBuf>,
     pub hash: String,
+    /// `prefix_hashes[i]`: the hash of the first i+1 patches (the last one
+    /// is `hash`). A prefix of a series is a series whose hash is the
+    /// longer series' prefix hash, so the commits of one serve the other.
+    pub prefix_hashes: Vec<String>,
+}
+
+/// What a patch says about itself: for reports that name a culprit.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PatchInfo {
+    pub file: String,
+    pub subject: String,
+    pub author: String,
+    /// The commit `git format-patch` wrote it from (its `From <sha>` line).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commit: String,
+}
+
+impl PatchInfo {
+    /// `From:` and `Subject:` of an mbox-format patch (folded lines joined,
+    /// `[PATCH n/m]` dropped). Missing headers stay empty.
+    pub fn parse(file: &str, text: &str) -> PatchInfo {
+        let mut info = PatchInfo {
+            file: file.to_string(),
+            ..Default::default()
+        };
+        if let Some(sha) = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("From "))
+            .and_then(|l| l.split_whitespace().next())
+        {
+            if sha.len() == 40
+                && sha.bytes().all(|b| b.is_ascii_hexdigit())
+                && sha != "0".repeat(40)
+            {
+                info.commit = sha.to_string();
+            }
+        }
+        let mut current: Option<&mut String> = None;
+        for line in text.lines() {
+            if line.is_empty() {
+                break; // end of the headers
+            }
+            if line.starts_with([' ', '\t']) {
+                if let Some(v) = current.as_mut() {
+                    v.push(' ');
+                    v.push_str(line.trim());
+                }
+                continue;
+            }
+            current = None;
+            if let Some(v) = line.strip_prefix("From: ") {
+                info.author = v.trim().to_string();
+                current = Some(&mut info.author);
+            } else if let Some(v) = line.strip_prefix("Subject: ") {
+                info.subject = v.trim().to_string();
+                current = Some(&mut info.subject);
+            }
+        }
+        let re = regex::Regex::new(r"^\[[^\]]*PATCH[^\]]*\]\s*").unwrap();
+        info.subject = re.replace(&info.subject, "").to_string();
+        info
+    }
 }
 
 impl Series {
     /// Reads `dir/series` (quilt order) or, without it, `*.patch` sorted.
+    #[cfg(test)]
     pub fn load(name: &str, dir: &Path) -> Result<Series> {
+        Series::load_prefix(name, dir, None)
+    }
+
+    /// The first `take` patches of the series in `dir` (all with None).
+    pub fn load_prefix(name: &str, dir: &Path, take: Option<usize>) -> Result<Series> {
+        let mut patches = Series::files(name, dir)?;
+        if let Some(k) = take {
+            if k == 0 || k > patches.len() {
+                bail!(
+                    "series {name}: asked for the first {k} patches of {} ({})",
+                    patches.len(),
+                    dir.display()
+                );
+            }
+            patches.truncate(k);
+        }
+        let mut key = KeyBuilder::new("series");
+        let mut prefix_hashes = Vec::new();
+        for p in &patches {
+            let bytes = std::fs::read(p)
+                .with_context(|| format!("series {name}: reading {}", p.display()))?;
+            key.add("patch", &bytes);
+            prefix_hashes.push(key.finish());
+        }
+        Ok(Series {
+            patches,
+            hash: prefix_hashes.last().unwrap().clone(),
+            prefix_hashes,
+        })
+    }
+
+    /// The patch files of `dir` in order (see `load`).
+    pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
         let order = dir.join("series");
         let patches: Vec<PathBuf> = if order.exists() {
             std::fs::read_to_string(&order)?
@@ -47,16 +144,18 @@ impl Series {
         if patches.is_empty() {
             bail!("series {name}: no patches in {}", dir.display());
         }
-        let mut key = KeyBuilder::new("series");
-        for p in &patches {
-            let bytes = std::fs::read(p)
-                .with_context(|| format!("series {name}: reading {}", p.display()))?;
-            key.add("patch", &bytes);
-        }
-        Ok(Series {
-            patches,
-            hash: key.finish(),
-        })
+        Ok(patches)
+    }
+
+    /// File name, subject and author of every patch, in order.
+    pub fn info(&self) -> Vec<PatchInfo> {
+        self.patches
+            .iter()
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().to_string();
+                PatchInfo::parse(&name, &std::fs::read_to_string(p).unwrap_or_default())
+            })
+            .collect()
     }
 }
 
@@ -233,6 +332,107 @@ fn import_tarball(tarball: &Path, cache: &Cache, log: &mut dyn FnMut(&str)) -> R
     Ok(Base { repo, commit })
 }
 
+/// Whether the worktree at `path` is one of `repo`'s.
+fn belongs_to(path: &Path, repo: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path.join(".git")) else {
+        return false;
+    };
+    let Some(gitdir) = text.trim().strip_prefix("gitdir: ") else {
+        return false;
+    };
+    match (
+        std::fs::canonicalize(gitdir),
+        std::fs::canonicalize(repo.join(".git/worktrees")),
+    ) {
+        (Ok(g), Ok(w)) => g.starts_with(w),
+        _ => false,
+    }
+}
+
+/// The commit `rev` names in a local git tree (read only).
+pub fn resolve_rev(tree: &Path, rev: &str) -> Result<String> {
+    git_ok(
+        tree,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ],
+        &format!("resolving {rev} in {}", tree.display()),
+    )
+    .map_err(|_| anyhow::anyhow!("{}: `{rev}` names no commit", tree.display()))
+}
+
+/// The commits of `range` (`A..B`) in the user's tree as a series: the
+/// patch files are written once under the cache by `git format-patch`
+/// (nothing is written into the tree). Returns the base commit (A) and
+/// the directory.
+pub fn export_range(tree: &Path, range: &str, cache: &Cache) -> Result<(String, PathBuf)> {
+    let Some((a, b)) = range.split_once("..") else {
+        bail!("--range {range}: expected BASE..TIP, e.g. v6.1..my-branch");
+    };
+    let (a, b) = (
+        if a.is_empty() { "HEAD" } else { a },
+        if b.is_empty() { "HEAD" } else { b },
+    );
+    let base = resolve_rev(tree, a)?;
+    let tip = resolve_rev(tree, b)?;
+    let mut anc = git(tree);
+    anc.args(["merge-base", "--is-ancestor", &base, &tip]);
+    if !proc::run(anc, limit::scaled(limit::GIT))?.success() {
+        bail!(
+            "--range {range}: {a} is not an ancestor of {b} in {}",
+            tree.display()
+        );
+    }
+    let merges = git_ok(
+        tree,
+        &["rev-list", "--merges", &format!("{base}..{tip}")],
+        "git rev-list --merges",
+    )?;
+    if !merges.is_empty() {
+        bail!(
+            "--range {range} has merge commits ({}): a series is a line of patches; bisect merges with `git bisect run cargo xtask bisect-step`",
+            merges.lines().next().unwrap_or_default()
+        );
+    }
+    let count = git_ok(
+        tree,
+        &["rev-list", "--count", &format!("{base}..{tip}")],
+        "git rev-list --count",
+    )?;
+    if count.trim() == "0" {
+        bail!("--range {range} has no commits");
+    }
+    let key = KeyBuilder::new("range")
+        .add("tree", tree.display().to_string().as_bytes())
+        .add("base", base.as_bytes())
+        .add("tip", tip.as_bytes())
+        .finish();
+    let dir = cache.dir(&["series", &format!("range-{key}")]);
+    if !dir.join("series").exists() {
+        let tmp = cache.dir(&["series", &format!("range-{key}.tmp")]);
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp)?;
+        let mut fp = git(tree);
+        fp.args(["format-patch", "--quiet", "--no-signature", "-o"])
+            .arg(&tmp)
+            .arg(format!("{base}..{tip}"));
+        run_ok(fp, &format!("git format-patch {range}"))?;
+        let mut names: Vec<String> = std::fs::read_dir(&tmp)?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.ends_with(".patch"))
+            .collect();
+        names.sort();
+        std::fs::write(tmp.join("series"), names.join("\n") + "\n")?;
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::rename(&tmp, &dir)?;
+    }
+    Ok((base, dir))
+}
+
 /// The two worktrees of one kernel (see the module doc).
 pub struct Trees {
     pub repo: PathBuf,
@@ -248,7 +448,15 @@ fn ensure_worktree(
     log: &mut dyn FnMut(&str),
 ) -> Result<()> {
     if path.join(".git").exists() {
-        return Ok(());
+        if belongs_to(path, repo) {
+            return Ok(());
+        }
+        // Another source of the same kernel name (a different --tree):
+        // this worktree is of another repository. Made anew.
+        log(&format!(
+            "{} belongs to another source: replacing it",
+            path.display()
+        ));
     }
     std::fs::create_dir_all(path.parent().unwrap())?;
     let _ = std::fs::remove_dir_all(path);
@@ -294,23 +502,39 @@ impl Trees {
         let Some(s) = series else {
             return Ok(Ok(self.base_commit.clone()));
         };
-        let id = KeyBuilder::new("variant")
-            .add("base", self.base_commit.as_bytes())
-            .add("series", s.hash.as_bytes())
-            .finish();
-        let refname = format!("refs/kmatrix/variants/{}", &id[..24]);
-        let known = format!("{refname}^{{commit}}");
-        if let Ok(c) = git_ok(
-            &self.repo,
-            &["rev-parse", "--verify", "--quiet", &known],
-            "git rev-parse",
-        ) {
+        let refname = |hash: &str| {
+            let id = KeyBuilder::new("variant")
+                .add("base", self.base_commit.as_bytes())
+                .add("series", hash.as_bytes())
+                .finish();
+            format!("refs/kmatrix/variants/{}", &id[..24])
+        };
+        let known = |hash: &str| {
+            git_ok(
+                &self.repo,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    &format!("{}^{{commit}}", refname(hash)),
+                ],
+                "git rev-parse",
+            )
+            .ok()
+        };
+        if let Some(c) = known(&s.hash) {
             return Ok(Ok(c));
         }
+        // The longest prefix already applied (a sweep or bisect step, or a
+        // series that grew by a patch) is the starting point.
+        let (done, start) = (1..s.patches.len())
+            .rev()
+            .find_map(|i| known(&s.prefix_hashes[i - 1]).map(|c| (i, c)))
+            .unwrap_or((0, self.base_commit.clone()));
         // An `am` interrupted in an earlier run would refuse the next one.
         self.am_abort();
-        checkout(&self.work, &self.base_commit)?;
-        for p in &s.patches {
+        checkout(&self.work, &start)?;
+        for (i, p) in s.patches.iter().enumerate().skip(done) {
             log(&format!(
                 "applying {}",
                 p.file_name().unwrap().to_string_lossy()
@@ -330,14 +554,15 @@ impl Trees {
                     detail,
                 }));
             }
+            // Every prefix is remembered: its commit is a variant too.
+            let head = git_ok(&self.work, &["rev-parse", "HEAD"], "git rev-parse HEAD")?;
+            git_ok(
+                &self.repo,
+                &["update-ref", &refname(&s.prefix_hashes[i]), &head],
+                "git update-ref",
+            )?;
         }
-        let head = git_ok(&self.work, &["rev-parse", "HEAD"], "git rev-parse HEAD")?;
-        git_ok(
-            &self.repo,
-            &["update-ref", &refname, &head],
-            "git update-ref",
-        )?;
-        Ok(Ok(head))
+        Ok(Ok(known(&s.hash).context("the applied series has no ref")?))
     }
 
     fn am_abort(&self) {
@@ -690,6 +915,120 @@ mod tests {
         assert!(said.iter().any(|l| l.contains("older kmatrix")), "{said:?}");
         drop(cache);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn every_prefix_of_a_series_is_a_commit_applied_once() {
+        let root = scratch("prefix");
+        let (base, _, _) = fixture(&root);
+        sh(
+            &base.repo,
+            "git checkout -q base; for i in 1 2 3; do echo $i >> kernel/fork.c;
+             git commit -q --author='A U Thor <a@example.org>' -am \"fork: step $i\"; done;
+             git format-patch -q base..HEAD -o ../three; git checkout -q base",
+        );
+        let cache = Cache::open(root.join("cache"), false).unwrap();
+        let mut log = |_: &str| {};
+        let trees = Trees::open(&base, "6.1", &cache, &mut log).unwrap();
+        let dir = root.join("three");
+        let full = Series::load_prefix("s", &dir, None).unwrap();
+        assert_eq!(full.prefix_hashes.len(), 3);
+        let two = Series::load_prefix("s", &dir, Some(2)).unwrap();
+        assert_eq!(two.hash, full.prefix_hashes[1]);
+        assert!(Series::load_prefix("s", &dir, Some(4)).is_err());
+        let mut applied = vec![];
+        let c3 = trees
+            .variant_commit(Some(&full), &mut |l| applied.push(l.to_string()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(applied.len(), 3);
+        // The prefix of two is the full series' second commit: nothing applied.
+        let c2 = trees
+            .variant_commit(Some(&two), &mut |l| panic!("re-applied: {l}"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            git_ok(&trees.repo, &["rev-parse", &format!("{c3}~1")], "p").unwrap(),
+            c2
+        );
+        let info = full.info();
+        assert_eq!(info[1].subject, "fork: step 2");
+        assert_eq!(info[1].author, "A U Thor <a@example.org>");
+        assert_eq!(info[1].commit.len(), 40);
+        assert!(info[1].file.starts_with("0002-"));
+    }
+
+    #[test]
+    fn a_range_of_the_users_tree_becomes_a_series_without_touching_it() {
+        let root = scratch("range");
+        let (base, _, _) = fixture(&root);
+        sh(
+            &base.repo,
+            "git checkout -q -b topic base; echo x >> kernel/fork.c; git commit -qam one;
+             echo y >> kernel/fork.c; git commit -qam two",
+        );
+        let status = |r: &Path| git_ok(r, &["status", "--porcelain", "--ignored"], "s").unwrap();
+        let before = status(&base.repo);
+        let cache = Cache::open(root.join("cache"), false).unwrap();
+        let (b, dir) = export_range(&base.repo, "base..topic", &cache).unwrap();
+        assert_eq!(b, base.commit);
+        let s = Series::load_prefix("r", &dir, None).unwrap();
+        assert_eq!(
+            s.info()
+                .iter()
+                .map(|i| i.subject.as_str())
+                .collect::<Vec<_>>(),
+            ["one", "two"]
+        );
+        assert_eq!(status(&base.repo), before, "the user's tree was written to");
+        let e = export_range(&base.repo, "topic..base", &cache)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no commits") || e.contains("ancestor"), "{e}");
+        let e = export_range(&base.repo, "nosuch..topic", &cache)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nosuch"), "{e}");
+    }
+
+    #[test]
+    fn a_worktree_of_another_source_with_the_same_name_is_replaced() {
+        let root = scratch("foreign");
+        let (base, _, _) = fixture(&root);
+        let other = root.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        sh(
+            &other,
+            "git init -q; echo z > f; git add f; git -c user.name=t -c user.email=t@t commit -qm o",
+        );
+        let cache = Cache::open(root.join("cache"), false).unwrap();
+        let mut log = |_: &str| {};
+        let ob = Base {
+            repo: other.clone(),
+            commit: git_ok(&other, &["rev-parse", "HEAD"], "p").unwrap(),
+        };
+        let t1 = Trees::open(&ob, "linux", &cache, &mut log).unwrap();
+        assert!(t1.build.join("f").exists());
+        let t2 = Trees::open(&base, "linux", &cache, &mut log).unwrap();
+        assert!(t2.build.join("kernel/fork.c").exists());
+        t2.checkout_build(&base.commit).unwrap();
+    }
+
+    #[test]
+    fn patch_headers_give_subject_author_and_commit() {
+        let text = "From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\nFrom: Jane Dev <jane@example.org>\nDate: Tue, 1 Oct 2024\nSubject: [PATCH v2 3/4] seccomp: a long subject that\n wraps onto a second line\n\nbody\nSubject: not this\n";
+        let i = PatchInfo::parse("0003-x.patch", text);
+        assert_eq!(i.author, "Jane Dev <jane@example.org>");
+        assert_eq!(
+            i.subject,
+            "seccomp: a long subject that wraps onto a second line"
+        );
+        assert_eq!(i.commit, "0123456789abcdef0123456789abcdef01234567");
+        let z = PatchInfo::parse(
+            "p",
+            "From 0000000000000000000000000000000000000000 Mon\nSubject: s\n",
+        );
+        assert_eq!(z.commit, "");
     }
 
     #[test]

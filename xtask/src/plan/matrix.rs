@@ -116,6 +116,10 @@ pub struct Series {
     /// Directory of patch files; applied in the order of its `series` file,
     /// or in file-name order when there is none.
     pub dir: String,
+    /// Only the first N patches: the variants a sweep or a bisect makes
+    /// (`NAME@N`). Not a matrix.toml key.
+    #[serde(skip)]
+    pub take: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -2,3 +2,4 @@
 pub mod arch;
 pub mod expect;
 pub mod matrix;
+pub mod variants;

@@ -14,8 +14,8 @@ use crate::report::stats;
 use crate::schema::{Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Verdict};
 
 pub const ALPHA: f64 = 0.05;
-const RESAMPLES: usize = 10_000;
-const SEED: u64 = 0x6b6d_6174_7269_78;
+pub const RESAMPLES: usize = 10_000;
+pub const SEED: u64 = 0x6b6d_6174_7269_78;
 
 #[cfg(test)]
 pub fn compare_samples(

@@ -93,7 +93,8 @@ impl<'a> Ctx<'a> {
     }
 
     fn series(&self, name: &str) -> Result<Series> {
-        Series::load(name, &self.repo_root.join(&self.matrix.series[name].dir))
+        let spec = &self.matrix.series[name];
+        Series::load_prefix(name, &self.repo_root.join(&spec.dir), spec.take)
     }
 
     pub fn cell_dir(&self, cell: &Cell) -> PathBuf {

@@ -1,0 +1,492 @@
+//! What makes a step bad: a test or case outcome, new failures against the
+//! base, or a metric past a threshold (absolute, or relative to the base),
+//! decided with the comparison statistics. Pure: cell results in, a
+//! judgement with its reason out.
+//!
+//! A metric step is judged only when the 95% CI lies entirely on one side
+//! of the threshold; a CI that straddles it is `Unclear` (the driver boots
+//! more, then skips), never a guess.
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{compare, stats};
+use crate::schema::{Better, CellResult, Outcome};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Predicate {
+    /// The test (or one case of it) ends with one of `bad`.
+    Outcome {
+        test: String,
+        case: Option<String>,
+        bad: Vec<Outcome>,
+    },
+    /// A case (or case-less test) that passes on the base does not pass.
+    NewFailures,
+    /// The metric's median is above (`bad_above`) or below `value`.
+    Threshold {
+        metric: String,
+        value: f64,
+        bad_above: bool,
+    },
+    /// The metric is worse than on the base by more than `pct` percent.
+    Regression { metric: String, pct: f64 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Good(String),
+    Bad(String),
+    /// Not judgeable: does not apply/build/boot, or the test did not run.
+    Skip(String),
+    /// A metric whose CI straddles the threshold: boot more, then skip.
+    Unclear(String),
+}
+
+impl Predicate {
+    /// The tests a step must run to be judged (None: all of the matrix's).
+    pub fn tests(&self) -> Option<Vec<String>> {
+        match self {
+            Predicate::Outcome { test, .. } => Some(vec![test.clone()]),
+            Predicate::NewFailures => None,
+            Predicate::Threshold { metric, .. } | Predicate::Regression { metric, .. } => {
+                Some(vec![metric.split('.').next().unwrap_or(metric).to_string()])
+            }
+        }
+    }
+
+    /// Needs the base's result to judge a step.
+    pub fn needs_base(&self) -> bool {
+        matches!(self, Predicate::NewFailures | Predicate::Regression { .. })
+    }
+
+    pub fn describe(&self, better: Better) -> String {
+        let _ = better;
+        match self {
+            Predicate::Outcome { test, case, bad } => format!(
+                "{}{} is {}",
+                test,
+                case.as_ref()
+                    .map(|c| format!(" case {c}"))
+                    .unwrap_or_default(),
+                bad.iter()
+                    .map(|o| o.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+            Predicate::NewFailures => "a test or case that passes on the base does not".into(),
+            Predicate::Threshold {
+                metric,
+                value,
+                bad_above,
+            } => {
+                let side = if *bad_above { "above" } else { "below" };
+                format!("median of {metric} is {side} {value} (95% CI)")
+            }
+            Predicate::Regression { metric, pct } => {
+                format!("{metric} is worse than on the base by more than {pct}% (95% CI)")
+            }
+        }
+    }
+}
+
+/// A cell that did not get as far as running its tests cannot be judged.
+fn not_judgeable(step: &CellResult) -> Option<String> {
+    matches!(
+        step.outcome,
+        Outcome::ApplyError | Outcome::BuildError | Outcome::ConfigError | Outcome::InfraError
+    )
+    .then(|| {
+        let ev = step
+            .evidence
+            .first()
+            .map(|e| format!(": {} {}", e.what, first_lines(&e.excerpt, 3)))
+            .unwrap_or_default();
+        format!("{}{ev}", step.outcome)
+    })
+}
+
+fn first_lines(s: &str, n: usize) -> String {
+    s.lines().take(n).collect::<Vec<_>>().join(" | ")
+}
+
+pub fn judge(
+    p: &Predicate,
+    step: &CellResult,
+    base: Option<&CellResult>,
+    better: Better,
+    min_effect_pct: f64,
+) -> Verdict {
+    if let Some(why) = not_judgeable(step) {
+        return Verdict::Skip(why);
+    }
+    match p {
+        Predicate::Outcome { test, case, bad } => {
+            let Some(t) = step.tests.iter().find(|t| &t.name == test) else {
+                // The kernel died before the test reported.
+                return if bad.contains(&step.outcome) {
+                    Verdict::Bad(format!("cell {} before {test} reported", step.outcome))
+                } else {
+                    Verdict::Skip(format!("{test} did not run (cell {})", step.outcome))
+                };
+            };
+            let (what, outcome, reason) = match case {
+                None => (test.clone(), t.outcome, t.reason.clone()),
+                Some(c) => match t.cases.iter().find(|x| &x.name == c) {
+                    Some(x) => (format!("{test} {c}"), x.outcome, x.reason.clone()),
+                    None if bad.contains(&t.outcome) && t.outcome != Outcome::Fail => {
+                        // The test crashed or timed out before the case.
+                        (format!("{test} (before {c})"), t.outcome, t.reason.clone())
+                    }
+                    None => {
+                        return Verdict::Skip(format!(
+                            "{test} ran ({}) but has no case {c}",
+                            t.outcome
+                        ))
+                    }
+                },
+            };
+            let why = format!(
+                "{what}: {outcome}{}",
+                reason
+                    .map(|r| format!(" ({})", first_lines(&r, 3)))
+                    .unwrap_or_default()
+            );
+            if bad.contains(&outcome) {
+                Verdict::Bad(why)
+            } else {
+                Verdict::Good(why)
+            }
+        }
+        Predicate::NewFailures => {
+            let Some(base) = base else {
+                return Verdict::Skip("no base result to compare with".into());
+            };
+            let mut newly = vec![];
+            let mut checked = 0;
+            for bt in &base.tests {
+                let st = step.tests.iter().find(|t| t.name == bt.name);
+                if bt.cases.is_empty() {
+                    if bt.outcome == Outcome::Pass {
+                        checked += 1;
+                        match st {
+                            Some(t) if t.outcome == Outcome::Pass => {}
+                            Some(t) => newly.push(format!("{}: {}", t.name, t.outcome)),
+                            None => newly.push(format!("{}: did not run", bt.name)),
+                        }
+                    }
+                    continue;
+                }
+                for bc in bt.cases.iter().filter(|c| c.outcome == Outcome::Pass) {
+                    checked += 1;
+                    let sc = st.and_then(|t| t.cases.iter().find(|c| c.name == bc.name));
+                    match sc {
+                        Some(c) if c.outcome == Outcome::Pass => {}
+                        Some(c) => newly.push(format!(
+                            "{} {}: {}{}",
+                            bt.name,
+                            c.name,
+                            c.outcome,
+                            c.reason
+                                .as_ref()
+                                .map(|r| format!(" ({})", first_lines(r, 2)))
+                                .unwrap_or_default()
+                        )),
+                        None => newly.push(format!("{} {}: did not run", bt.name, bc.name)),
+                    }
+                }
+            }
+            if newly.is_empty() {
+                Verdict::Good(format!("all {checked} passing on the base pass"))
+            } else {
+                Verdict::Bad(format!(
+                    "{} of {checked} passing on the base do not: {}",
+                    newly.len(),
+                    newly.join("; ")
+                ))
+            }
+        }
+        Predicate::Threshold {
+            metric,
+            value,
+            bad_above,
+        } => {
+            let m = match metric_of(step, metric) {
+                Ok(m) => m,
+                Err(v) => return v,
+            };
+            let boots = m.by_boot();
+            let med = stats::median(&m.samples);
+            let ci = if boots.len() > 1 {
+                stats::median_ci_boots(&boots, 0.95, compare::RESAMPLES, compare::SEED)
+            } else {
+                stats::summarize(&m.samples).and_then(|s| s.median_ci)
+            };
+            let Some((lo, hi)) = ci else {
+                return Verdict::Unclear(format!(
+                    "{metric}: {} samples are too few for a CI",
+                    m.samples.len()
+                ));
+            };
+            let desc = format!(
+                "{metric} median {med:.3} {} [{lo:.3}, {hi:.3}] over {} boots, threshold {value}",
+                m.unit,
+                boots.len()
+            );
+            let (past, within) = if *bad_above {
+                (lo > *value, hi <= *value)
+            } else {
+                (hi < *value, lo >= *value)
+            };
+            if past {
+                Verdict::Bad(desc)
+            } else if within {
+                Verdict::Good(desc)
+            } else {
+                Verdict::Unclear(desc)
+            }
+        }
+        Predicate::Regression { metric, pct } => {
+            let Some(base) = base else {
+                return Verdict::Skip("no base result to compare with".into());
+            };
+            let bm = match metric_of(base, metric) {
+                Ok(m) => m,
+                Err(v) => return Verdict::Skip(format!("on the base: {}", describe(&v))),
+            };
+            let sm = match metric_of(step, metric) {
+                Ok(m) => m,
+                Err(v) => return v,
+            };
+            let Some((ci, p, _, _, _)) =
+                compare::compare_boots(&bm.by_boot(), &sm.by_boot(), false, better, min_effect_pct)
+            else {
+                return Verdict::Unclear(format!("{metric}: too few samples to compare"));
+            };
+            // Percent worse: positive is a regression whichever way is better.
+            let (w, wlo, whi) = match better {
+                Better::Lower => (ci.pct_change, ci.lo, ci.hi),
+                Better::Higher => (-ci.pct_change, -ci.hi, -ci.lo),
+            };
+            let desc = format!(
+                "{metric}: {:.3} -> {:.3} {} ({w:+.1}% worse [{wlo:+.1}, {whi:+.1}], p={p:.2e}; threshold +{pct}%)",
+                stats::median(&bm.samples),
+                stats::median(&sm.samples),
+                sm.unit,
+            );
+            if wlo > *pct {
+                Verdict::Bad(desc)
+            } else if whi < *pct {
+                Verdict::Good(desc)
+            } else {
+                Verdict::Unclear(desc)
+            }
+        }
+    }
+}
+
+fn describe(v: &Verdict) -> String {
+    match v {
+        Verdict::Good(s) | Verdict::Bad(s) | Verdict::Skip(s) | Verdict::Unclear(s) => s.clone(),
+    }
+}
+
+fn metric_of<'a>(c: &'a CellResult, name: &str) -> Result<&'a crate::schema::Metric, Verdict> {
+    match c.metrics.iter().find(|m| m.name == name) {
+        Some(m) if m.skip.is_some() => Err(Verdict::Skip(format!(
+            "{name} skipped: {}",
+            m.skip.as_deref().unwrap_or_default()
+        ))),
+        Some(m) if m.samples.is_empty() => Err(Verdict::Skip(format!("{name}: no samples"))),
+        Some(m) => Ok(m),
+        None => Err(Verdict::Skip(format!(
+            "{name} not reported (cell {}; metrics: {})",
+            c.outcome,
+            c.metrics
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{CaseResult, Metric, Run, TestResult};
+
+    /// The real default-matrix run: base and series cells of 6.1 x86_64.
+    fn real() -> (CellResult, CellResult) {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/results-default-matrix.json"
+        ))
+        .unwrap();
+        let run: Run = serde_json::from_str(&text).unwrap();
+        let get = |id: &str| run.cells.iter().find(|c| c.id == id).unwrap().clone();
+        (
+            get("6.1/base/x86_64/tiny"),
+            get("6.1/seccomp-sync-wakeup/x86_64/tiny"),
+        )
+    }
+
+    fn case_pred(case: &str) -> Predicate {
+        Predicate::Outcome {
+            test: "seccomp_bpf".into(),
+            case: Some(case.into()),
+            bad: vec![Outcome::Fail],
+        }
+    }
+
+    #[test]
+    fn a_case_outcome_judges_base_bad_and_series_good() {
+        let (base, series) = real();
+        let p = case_pred("global.user_notification_sync");
+        let j = |c: &CellResult| judge(&p, c, None, Better::Lower, 5.0);
+        assert!(
+            matches!(j(&base), Verdict::Bad(ref s) if s.contains("fail")),
+            "{:?}",
+            j(&base)
+        );
+        assert!(matches!(j(&series), Verdict::Good(ref s) if s.contains("pass")));
+        // A case the test does not have cannot be judged.
+        let q = case_pred("global.no_such_case");
+        assert!(matches!(
+            judge(&q, &series, None, Better::Lower, 5.0),
+            Verdict::Skip(_)
+        ));
+    }
+
+    #[test]
+    fn build_errors_and_missing_tests_are_skips() {
+        let (_, mut series) = real();
+        let p = case_pred("global.user_notification_sync");
+        let mut broken = series.clone();
+        broken.outcome = Outcome::BuildError;
+        assert!(
+            matches!(judge(&p, &broken, None, Better::Lower, 5.0), Verdict::Skip(ref s) if s.starts_with("build-error"))
+        );
+        series.tests.clear();
+        series.outcome = Outcome::Crash;
+        assert!(matches!(
+            judge(&p, &series, None, Better::Lower, 5.0),
+            Verdict::Skip(_)
+        ));
+        // ... unless a crash is what the bisect looks for.
+        let crash = Predicate::Outcome {
+            test: "seccomp_bpf".into(),
+            case: None,
+            bad: vec![Outcome::Crash],
+        };
+        assert!(matches!(
+            judge(&crash, &series, None, Better::Lower, 5.0),
+            Verdict::Bad(_)
+        ));
+    }
+
+    #[test]
+    fn new_failures_are_cases_that_passed_on_the_base() {
+        let (base, series) = real();
+        let p = Predicate::NewFailures;
+        // The series passes everything the base passes.
+        assert!(matches!(
+            judge(&p, &series, Some(&base), Better::Lower, 5.0),
+            Verdict::Good(_)
+        ));
+        // The base fails user_notification_sync, which passes on the
+        // series: seen from the series, the base has a new failure.
+        match judge(&p, &base, Some(&series), Better::Lower, 5.0) {
+            Verdict::Bad(s) => assert!(s.contains("global.user_notification_sync"), "{s}"),
+            v => panic!("{v:?}"),
+        }
+    }
+
+    fn shifted(c: &CellResult, metric: &str, factor: f64) -> CellResult {
+        let mut c = c.clone();
+        for m in c.metrics.iter_mut().filter(|m| m.name == metric) {
+            m.samples.iter_mut().for_each(|x| *x *= factor);
+        }
+        c
+    }
+
+    #[test]
+    fn a_metric_regression_is_judged_by_its_ci_against_the_threshold() {
+        let (base, _) = real();
+        let metric = "seccomp_notify.default.same-cpu";
+        let p = Predicate::Regression {
+            metric: metric.into(),
+            pct: 20.0,
+        };
+        let j = |c: &CellResult| judge(&p, c, Some(&base), Better::Lower, 5.0);
+        // The same samples: no change, well inside the threshold.
+        assert!(matches!(j(&base), Verdict::Good(_)), "{:?}", j(&base));
+        // Twice as slow: bad.
+        assert!(matches!(j(&shifted(&base, metric, 2.0)), Verdict::Bad(_)));
+        // Exactly at the threshold: the CI straddles it.
+        assert!(
+            matches!(j(&shifted(&base, metric, 1.2)), Verdict::Unclear(_)),
+            "{:?}",
+            j(&shifted(&base, metric, 1.2))
+        );
+        // Faster is never a regression.
+        assert!(matches!(j(&shifted(&base, metric, 0.5)), Verdict::Good(_)));
+    }
+
+    #[test]
+    fn an_absolute_threshold_uses_the_median_ci() {
+        let (base, _) = real();
+        let metric = "seccomp_notify.default.same-cpu";
+        let med = stats::median(
+            &base
+                .metrics
+                .iter()
+                .find(|m| m.name == metric)
+                .unwrap()
+                .samples,
+        );
+        let p = |value: f64, bad_above: bool| Predicate::Threshold {
+            metric: metric.into(),
+            value,
+            bad_above,
+        };
+        let j = |v: f64, above: bool| judge(&p(v, above), &base, None, Better::Lower, 5.0);
+        assert!(matches!(j(med * 0.5, true), Verdict::Bad(_)));
+        assert!(matches!(j(med * 2.0, true), Verdict::Good(_)));
+        assert!(matches!(j(med, true), Verdict::Unclear(_)));
+        // --below flips the side.
+        assert!(matches!(j(med * 2.0, false), Verdict::Bad(_)));
+        assert!(matches!(j(med * 0.5, false), Verdict::Good(_)));
+    }
+
+    #[test]
+    fn a_skipped_metric_is_a_skip_not_a_verdict() {
+        let mut c = CellResult::blank("k/v/x86_64/tiny", Outcome::Pass);
+        c.metrics.push(
+            serde_json::from_str::<Metric>(
+                r#"{"name":"m.x","unit":"us","samples":[],"skip":"needs the series"}"#,
+            )
+            .unwrap(),
+        );
+        c.tests.push(TestResult {
+            name: "m".into(),
+            outcome: Outcome::Pass,
+            reason: None,
+            duration_s: None,
+            cases: vec![CaseResult {
+                name: "c".into(),
+                outcome: Outcome::Pass,
+                reason: None,
+            }],
+            failed_by_cases: false,
+        });
+        let p = Predicate::Threshold {
+            metric: "m.x".into(),
+            value: 1.0,
+            bad_above: true,
+        };
+        assert!(
+            matches!(judge(&p, &c, None, Better::Lower, 5.0), Verdict::Skip(ref s) if s.contains("needs the series"))
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! bisect.md and sweep.md: what a maintainer reads. Pure.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::Path;
+
+use super::{Answer, BisectArgs, State};
+use crate::build::source::PatchInfo;
+use crate::plan::variants::prefix_name;
+use crate::report::{compare, stats};
+use crate::schema::{CellResult, ComparisonKind, Outcome, Run};
+
+fn patch_line(i: usize, n: usize, p: &PatchInfo) -> String {
+    format!(
+        "{i}/{n} `{}`: \"{}\"{}{}",
+        p.file,
+        p.subject,
+        if p.author.is_empty() {
+            String::new()
+        } else {
+            format!(" by {}", p.author)
+        },
+        if p.commit.is_empty() {
+            String::new()
+        } else {
+            format!(" (commit {})", &p.commit[..12])
+        }
+    )
+}
+
+/// `cargo xtask matrix ...` that builds and runs what step `k` ran.
+pub fn step_reproducer(
+    a: &BisectArgs,
+    series: &str,
+    k: usize,
+    arch: &str,
+    tests: &[String],
+) -> String {
+    let mut s = String::from("cargo xtask matrix");
+    if a.matrix != Path::new("matrix.toml") {
+        s += &format!(" --matrix {}", a.matrix.display());
+    }
+    s += &a.source.flags();
+    if let Some(kern) = &a.kernel {
+        s += &format!(" --kernel {kern}");
+    }
+    if k == 0 {
+        s += " --variant base";
+    } else {
+        if a.source.series_name.is_some() {
+            s += &format!(" --series-name {series}");
+        }
+        s += &format!(" --patches {k} --variant {series}");
+    }
+    s += &format!(" --arch {arch}");
+    if let Some(c) = &a.config {
+        s += &format!(" --config {c}");
+    }
+    for t in tests {
+        s += &format!(" --test {t}");
+    }
+    s
+}
+
+pub fn bisect_markdown(st: &State, run_dir: &Path) -> String {
+    let n = st.patches.len();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Bisect: {} on {} {}/{}\n",
+        st.series, st.kernel, st.arch, st.config
+    );
+    let _ = writeln!(o, "Bad when: {}.\n", st.predicate_text);
+    match &st.answer {
+        Some(Answer::Found {
+            index,
+            patch,
+            bad,
+            good,
+        }) => {
+            let _ = writeln!(o, "**First bad patch: {}**\n", patch_line(*index, n, patch));
+            let _ = writeln!(o, "- with it ({index} patches): {bad}");
+            let _ = writeln!(
+                o,
+                "- without it ({} patches{}): {good}",
+                index - 1,
+                if *index == 1 { ", the base" } else { "" }
+            );
+        }
+        Some(Answer::Range { indices, patches }) => {
+            let _ = writeln!(
+                o,
+                "**The first bad patch is one of {} (the others between the last good and the first bad step could not be judged):**\n",
+                indices.len()
+            );
+            for (i, p) in indices.iter().zip(patches) {
+                let _ = writeln!(o, "- {}", patch_line(*i, n, p));
+            }
+        }
+        Some(Answer::NotBisectable { why }) => {
+            let _ = writeln!(o, "**Nothing to bisect: {why}.**");
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "**Interrupted** after {} steps: `cargo xtask bisect --resume {}`",
+                st.steps.len(),
+                run_dir.display()
+            );
+        }
+    }
+    let skips = st
+        .steps
+        .iter()
+        .filter(|s| s.judgement == super::Judgement::Skip)
+        .count();
+    let _ = writeln!(
+        o,
+        "\n{} steps for {n} patches (ceil(log2 {n}) + 2 end checks = {}{}).\n",
+        st.steps.len(),
+        st.expected_steps,
+        if skips > 0 {
+            format!("; {skips} skipped")
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        o,
+        "| step | patches | last patch | judgement | why | cell | boots | build | time |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|");
+    for (i, s) in st.steps.iter().enumerate() {
+        let last = if s.prefix == 0 {
+            "(base)".to_string()
+        } else {
+            st.patches[s.prefix - 1].subject.replace('|', "\\|")
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | **{}** | {} | {} | {} | {} | {:.0}s |",
+            i + 1,
+            s.prefix,
+            last,
+            s.judgement_str(),
+            s.reason.replace('|', "\\|").replace('\n', " "),
+            s.outcome,
+            s.boots,
+            s.build_text(),
+            s.total_s
+        );
+    }
+    let _ = writeln!(o, "\nReproduce a step:\n");
+    for s in &st.steps {
+        let _ = writeln!(o, "    {}", s.reproduce);
+    }
+    o
+}
+
+fn median_ci(c: &CellResult, metric: &str) -> Option<(f64, f64, f64, String)> {
+    let m = c.metrics.iter().find(|m| m.name == metric)?;
+    if m.skip.is_some() || m.samples.is_empty() {
+        return None;
+    }
+    let boots = m.by_boot();
+    let med = stats::median(&m.samples);
+    let ci = if boots.len() > 1 {
+        stats::median_ci_boots(&boots, 0.95, compare::RESAMPLES, compare::SEED)
+    } else {
+        stats::summarize(&m.samples).and_then(|s| s.median_ci)
+    };
+    let (lo, hi) = ci.unwrap_or((f64::NAN, f64::NAN));
+    Some((med, lo, hi, m.unit.clone()))
+}
+
+fn failing(c: &CellResult) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for t in &c.tests {
+        if t.cases.is_empty() {
+            if t.outcome != Outcome::Pass && t.outcome != Outcome::Skip {
+                out.insert(format!("{} ({})", t.name, t.outcome));
+            }
+        }
+        for cs in &t.cases {
+            if cs.outcome == Outcome::Fail {
+                out.insert(format!("{} {}", t.name, cs.name));
+            }
+        }
+    }
+    out
+}
+
+/// Patch by patch: each prefix's outcome, the cases that changed against
+/// the prefix before, and every metric's median with its CI and its change
+/// against the base (the comparison statistics of results.json).
+pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInfo]) -> String {
+    let n = patches.len();
+    let mut o = String::new();
+    let _ = writeln!(o, "# Sweep: {series} on {kernel}, patch by patch\n");
+    for (i, p) in patches.iter().enumerate() {
+        let _ = writeln!(o, "- {}", patch_line(i + 1, n, p));
+    }
+    let groups: BTreeSet<(String, String)> = run
+        .cells
+        .iter()
+        .filter(|c| c.kernel == kernel)
+        .map(|c| (c.arch.clone(), c.config.clone()))
+        .collect();
+    for (arch, config) in groups {
+        let cell = |k: usize| {
+            let id = format!("{kernel}/{}/{arch}/{config}", prefix_name(series, k));
+            run.cells.iter().find(|c| c.id == id)
+        };
+        let _ = writeln!(o, "\n## {arch}/{config}\n");
+        let _ = writeln!(
+            o,
+            "| patches | outcome | failing | changed from the step before | build |"
+        );
+        let _ = writeln!(o, "|---|---|---|---|---|");
+        let mut before: Option<BTreeSet<String>> = None;
+        for k in 0..=n {
+            let Some(c) = cell(k) else {
+                let _ = writeln!(o, "| {k} | not run | | | |");
+                before = None;
+                continue;
+            };
+            let now = failing(c);
+            let change = match &before {
+                Some(b) => {
+                    let fixed: Vec<String> = b
+                        .difference(&now)
+                        .map(|x| format!("now passes: {x}"))
+                        .collect();
+                    let broke: Vec<String> = now
+                        .difference(b)
+                        .map(|x| format!("now fails: {x}"))
+                        .collect();
+                    fixed
+                        .into_iter()
+                        .chain(broke)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
+                None => String::new(),
+            };
+            let build = if c.timings.build_cached {
+                "cached".to_string()
+            } else {
+                format!(
+                    "{:.0}s{}",
+                    c.timings.build_s,
+                    if c.timings.build_incremental {
+                        " incr."
+                    } else {
+                        ""
+                    }
+                )
+            };
+            let _ = writeln!(
+                o,
+                "| {k} | {} | {} | {} | {build} |",
+                c.outcome,
+                now.len(),
+                change
+            );
+            before = Some(now);
+        }
+        let metrics: BTreeSet<String> = (0..=n)
+            .filter_map(cell)
+            .flat_map(|c| c.metrics.iter().map(|m| m.name.clone()))
+            .collect();
+        for metric in metrics {
+            let _ = writeln!(o, "\n`{metric}`\n");
+            let _ = writeln!(o, "| patches | median | 95% CI | vs base | verdict |");
+            let _ = writeln!(o, "|---|---|---|---|---|");
+            for k in 0..=n {
+                let Some(c) = cell(k) else { continue };
+                let Some((med, lo, hi, unit)) = median_ci(c, &metric) else {
+                    let why = c
+                        .metrics
+                        .iter()
+                        .find(|m| m.name == metric)
+                        .and_then(|m| m.skip.clone())
+                        .unwrap_or_else(|| format!("no samples ({})", c.outcome));
+                    let _ = writeln!(o, "| {k} | skip: {why} | | | |");
+                    continue;
+                };
+                let cmp = run.comparisons.iter().find(|x| {
+                    x.kind == ComparisonKind::Variants
+                        && x.new_cell == c.id
+                        && x.new_metric == metric
+                });
+                let (vs, verdict) = match cmp {
+                    Some(x) => (
+                        format!(
+                            "{:+.1}% [{:+.1}, {:+.1}]",
+                            x.pct_change, x.ci95_lo, x.ci95_hi
+                        ),
+                        x.verdict.describe().to_string(),
+                    ),
+                    None if k == 0 => ("(base)".into(), String::new()),
+                    None => ("-".into(), String::new()),
+                };
+                let _ = writeln!(
+                    o,
+                    "| {k} | {med:.2} {unit} | [{lo:.2}, {hi:.2}] | {vs} | {verdict} |"
+                );
+            }
+        }
+    }
+    o
+}

@@ -1,0 +1,269 @@
+//! Matrices derived from matrix.toml by the command line: your own kernel
+//! tree (`--tree`), your own patches (`--series`, `--range`), and the
+//! prefixes of a series that sweep and bisect step through (`NAME@K`).
+//!
+//! Pure apart from reading the patch directory: the git work (resolving
+//! revs, `format-patch` of a range) happens in build/source.rs and hands
+//! its results in.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use toml::Spanned;
+
+use crate::plan::matrix::{Kernel, Matrix, Series, SourceSpec};
+
+fn spanned<T>(v: T) -> Spanned<T> {
+    Spanned::new(0..0, v)
+}
+
+/// The variant name of the first `k` patches of `series` (0: the base).
+pub fn prefix_name(series: &str, k: usize) -> String {
+    if k == 0 {
+        "base".to_string()
+    } else {
+        format!("{series}@{k}")
+    }
+}
+
+/// A name for a directory or tree usable in a cell id: its last component
+/// with anything but `[A-Za-z0-9._-]` replaced.
+pub fn name_of(path: &Path) -> String {
+    let raw = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "tree".into());
+    let clean: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if clean.is_empty() || clean == "base" {
+        "tree".into()
+    } else {
+        clean
+    }
+}
+
+/// Replaces the matrix's kernels by one built from a local git tree at
+/// `rev`, named `name`, with no series (add one with `use_series`).
+pub fn use_tree(m: &mut Matrix, name: &str, tree: &Path, rev: &str) {
+    m.kernel.clear();
+    m.kernel.insert(
+        name.to_string(),
+        Kernel {
+            source: spanned(SourceSpec::Git {
+                path: tree.display().to_string(),
+                rev: rev.to_string(),
+            }),
+            series: vec![],
+            selftests_from: None,
+        },
+    );
+}
+
+/// The one kernel the command means: `--kernel K`, or the matrix's only one.
+pub fn pick_kernel(m: &Matrix, wanted: Option<&str>) -> Result<String> {
+    match wanted {
+        Some(k) if m.kernel.contains_key(k) => Ok(k.to_string()),
+        Some(k) => bail!(
+            "--kernel {k}: not in the matrix; known: {}",
+            m.kernel.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+        None if m.kernel.len() == 1 => Ok(m.kernel.keys().next().unwrap().clone()),
+        None => bail!(
+            "the matrix has several kernels ({}): say which with --kernel",
+            m.kernel.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// Makes the series in `dir` (named `name`) the only series of `kernel`.
+/// Its selftests come from each variant's own tree unless the matrix's
+/// `selftests_from` still names a series of the kernel.
+pub fn use_series(m: &mut Matrix, kernel: &str, name: &str, dir: &Path) -> Result<()> {
+    if name == "base" {
+        bail!("a series cannot be called `base`: rename {}", dir.display());
+    }
+    m.series.insert(
+        name.to_string(),
+        Series {
+            dir: dir.display().to_string(),
+            take: None,
+        },
+    );
+    let k = m.kernel.get_mut(kernel).expect("picked from the matrix");
+    k.series = vec![spanned(name.to_string())];
+    if k.selftests_from
+        .as_ref()
+        .is_some_and(|s| s.get_ref() != name)
+    {
+        k.selftests_from = None;
+    }
+    Ok(())
+}
+
+/// The one series of `kernel` the command means: `--series-name`, or the
+/// kernel's only series.
+pub fn pick_series(m: &Matrix, kernel: &str, wanted: Option<&str>) -> Result<String> {
+    let names: Vec<String> = m.kernel[kernel]
+        .series
+        .iter()
+        .map(|s| s.get_ref().clone())
+        .collect();
+    match wanted {
+        Some(s) if names.iter().any(|n| n == s) => Ok(s.to_string()),
+        Some(s) => bail!(
+            "series {s} is not a series of kernel {kernel}; it has: {}",
+            names.join(", ")
+        ),
+        None if names.len() == 1 => Ok(names[0].clone()),
+        None if names.is_empty() => bail!(
+            "kernel {kernel} has no series: give one with --series DIR or --tree PATH --range A..B"
+        ),
+        None => bail!(
+            "kernel {kernel} has several series ({}): say which with --series-name",
+            names.join(", ")
+        ),
+    }
+}
+
+/// Replaces `series` of `kernel` by its `n` prefixes `series@1..=n`: the
+/// variants of a sweep or bisect (the base is the 0th). Each prefix is a
+/// series of its own whose first `k` patches git applies once (source.rs
+/// keeps every prefix's commit, so the prefixes cost one `git am` pass).
+pub fn prefixes(m: &mut Matrix, kernel: &str, series: &str, n: usize) -> Vec<String> {
+    let dir = m.series[series].dir.clone();
+    let names: Vec<String> = (1..=n).map(|k| prefix_name(series, k)).collect();
+    for (k, name) in names.iter().enumerate() {
+        m.series.insert(
+            name.clone(),
+            Series {
+                dir: dir.clone(),
+                take: Some(k + 1),
+            },
+        );
+    }
+    let kern = m.kernel.get_mut(kernel).expect("picked from the matrix");
+    kern.series = names.iter().cloned().map(spanned).collect();
+    // Every prefix builds its selftests from the full series' tree when the
+    // matrix asked for that: one test binary for the whole sweep.
+    if kern
+        .selftests_from
+        .as_ref()
+        .is_some_and(|s| s.get_ref() == series)
+    {
+        kern.selftests_from = Some(spanned(names[n - 1].clone()));
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix() -> Matrix {
+        Matrix::parse(
+            "m.toml",
+            r#"
+[run]
+arches = ["x86_64", "arm64"]
+configs = ["tiny"]
+tests = ["t"]
+[kernel."6.1"]
+source = { debian = "linux-source-6.1" }
+series = ["s"]
+selftests_from = "s"
+[series.s]
+dir = "kernels/series/s"
+[config.tiny]
+base = "tinyconfig"
+[test.t]
+kind = "shell"
+command = "true"
+"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn prefixes_become_variants_in_order_after_the_base() {
+        let mut m = matrix();
+        let names = prefixes(&mut m, "6.1", "s", 3);
+        assert_eq!(names, ["s@1", "s@2", "s@3"]);
+        assert_eq!(m.series["s@2"].take, Some(2));
+        assert_eq!(m.series["s@2"].dir, "kernels/series/s");
+        let ids: Vec<String> = m
+            .cells(&crate::plan::matrix::Filters {
+                arch: vec!["x86_64".into()],
+                ..Default::default()
+            })
+            .unwrap()
+            .iter()
+            .map(|c| c.id())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "6.1/base/x86_64/tiny",
+                "6.1/s@1/x86_64/tiny",
+                "6.1/s@2/x86_64/tiny",
+                "6.1/s@3/x86_64/tiny"
+            ]
+        );
+        // One selftest binary for the whole sweep: the full series' tree.
+        assert_eq!(
+            m.kernel["6.1"].selftests_from.as_ref().unwrap().get_ref(),
+            "s@3"
+        );
+    }
+
+    #[test]
+    fn a_tree_replaces_the_kernels_and_a_series_dir_replaces_the_series() {
+        let mut m = matrix();
+        use_tree(&mut m, "linux", Path::new("/src/linux"), "abc123");
+        assert_eq!(m.kernel.keys().collect::<Vec<_>>(), ["linux"]);
+        use_series(&mut m, "linux", "mine", Path::new("/p/mine")).unwrap();
+        assert_eq!(pick_series(&m, "linux", None).unwrap(), "mine");
+        assert!(pick_series(&m, "linux", Some("s")).is_err());
+        let ids: Vec<String> = m
+            .cells(&Default::default())
+            .unwrap()
+            .iter()
+            .map(|c| c.id())
+            .collect();
+        assert!(
+            ids.contains(&"linux/mine/arm64/tiny".to_string()),
+            "{ids:?}"
+        );
+        assert!(use_series(&mut m, "linux", "base", Path::new("/p/base")).is_err());
+    }
+
+    #[test]
+    fn names_from_paths_are_cell_id_safe() {
+        assert_eq!(name_of(Path::new("/home/me/linux")), "linux");
+        assert_eq!(name_of(Path::new("/tmp/my series")), "my-series");
+        assert_eq!(name_of(Path::new("/x/base")), "tree");
+        assert_eq!(name_of(Path::new("/")), "tree");
+    }
+
+    #[test]
+    fn the_kernel_must_be_named_when_there_are_several() {
+        let mut m = matrix();
+        assert_eq!(pick_kernel(&m, None).unwrap(), "6.1");
+        let k = Kernel {
+            source: spanned(SourceSpec::Tarball("/x.tar".into())),
+            series: vec![],
+            selftests_from: None,
+        };
+        m.kernel.insert("6.12".into(), k);
+        let e = pick_kernel(&m, None).unwrap_err().to_string();
+        assert!(e.contains("--kernel"), "{e}");
+        assert!(pick_kernel(&m, Some("7.0")).is_err());
+    }
+}
