@@ -457,6 +457,44 @@ fn kcidb_json_is_valid_for_kcidb_io_and_carries_the_patchset() {
             text(&o.stdout)
         );
     }
+    // Every outcome maps to a status the schema accepts: the splat cell
+    // as each of the other outcomes (a build error has no tests).
+    let splat = load(&fixture("splat/results.json"));
+    for outcome in [
+        "pass",
+        "crash",
+        "timeout",
+        "infra-error",
+        "build-error",
+        "apply-error",
+        "config-error",
+        "flaky",
+        "skip",
+    ] {
+        let mut r = splat.clone();
+        r["cells"][0]["outcome"] = outcome.into();
+        r["cells"][0]["tests"][0]["outcome"] = outcome.into();
+        if outcome.ends_with("-error") && outcome != "infra-error" {
+            r["cells"][0]["tests"] = Value::Array(vec![]);
+        }
+        let dir = d.join(format!("as-{outcome}"));
+        write_json(&dir.join("results.json"), &r);
+        let f = dir.join("kcidb.json");
+        let o = xtask(
+            &[
+                "report",
+                s(&dir),
+                "--kcidb",
+                s(&f),
+                "--matrix",
+                "tests/faults/faults.toml",
+            ],
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let o = python(&py, KCIDB_VALIDATE, &[s(&f)]);
+        assert!(o.status.success(), "{outcome}: {}", text(&o.stdout));
+    }
     let doc = load(&d.join("default-1.json"));
     // The series' checkout: KCIDB's patchset hash, as its schema defines it.
     let want = Command::new("sh")
