@@ -151,15 +151,15 @@ pub fn write_reports(root: &Path, run: &Run, m: Option<&Matrix>, t: &Targets) ->
     Ok(())
 }
 
-/// What `matrix` does after its last cell besides summary.md: the reports
-/// beside results.json (a failure is a warning, not the run's failure:
-/// results.json and summary.md are saved), and in GitHub Actions the step
-/// summary and annotations.
-pub fn after_run(root: &Path, run: &Run, m: &Matrix, dir: &Path, summary: &str) {
+/// The reports `matrix` writes beside results.json; a failure is a
+/// warning, not the run's failure (results.json and summary.md are saved).
+/// No step summary or annotations here: the test suite runs `matrix` on
+/// purpose-broken cells, which would annotate the suite's own job; CI runs
+/// `report` (or `merge`) after `matrix` for that.
+pub fn write_run_reports(root: &Path, run: &Run, m: &Matrix, dir: &Path) {
     if let Err(e) = write_reports(root, run, Some(m), &Targets::all_in(dir)) {
         eprintln!("warning: writing the reports in {}: {e:#}", dir.display());
     }
-    publish_github(run, || summary.to_string());
 }
 
 /// summary.md (made only when wanted: its CIs are bootstraps) to the

@@ -444,7 +444,7 @@ pub fn cmd_matrix(
     }
     let summary = report::markdown::markdown(&run) + &compare::markdown(&run.comparisons);
     std::fs::write(run_dir.join("summary.md"), &summary)?;
-    cmd_report::after_run(root, &run, &m, &run_dir, &summary);
+    cmd_report::write_run_reports(root, &run, &m, &run_dir);
     println!("{summary}");
     println!("results: {}", results_path.display());
     if signals::interrupted() {
