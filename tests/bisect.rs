@@ -18,7 +18,10 @@ use serde_json::Value;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn out_dir(name: &str) -> PathBuf {
@@ -28,7 +31,10 @@ fn out_dir(name: &str) -> PathBuf {
 }
 
 fn matrix() -> String {
-    root().join("tests/bisect/matrix.toml").display().to_string()
+    root()
+        .join("tests/bisect/matrix.toml")
+        .display()
+        .to_string()
 }
 
 /// `xtask bisect ... --out DIR`: (exit code, bisect.json, bisect.md).
@@ -99,8 +105,14 @@ fn bisect_names_the_patch_that_fails_a_case_and_goes_around_one_that_does_not_bu
     let ans = &state["answer"];
     assert_eq!(ans["kind"], "found", "{md}");
     assert_eq!(ans["index"], 8, "{md}");
-    assert_eq!(ans["patch"]["subject"], "seccomp: stop advertising SECCOMP_RET_LOG");
-    assert_eq!(ans["patch"]["author"], "Case Culprit <case.culprit@example.org>");
+    assert_eq!(
+        ans["patch"]["subject"],
+        "seccomp: stop advertising SECCOMP_RET_LOG"
+    );
+    assert_eq!(
+        ans["patch"]["author"],
+        "Case Culprit <case.culprit@example.org>"
+    );
     // The evidence: the failing case's reason, and its good neighbour.
     assert!(ans["bad"].as_str().unwrap().contains("fail"), "{ans}");
     assert!(ans["good"].as_str().unwrap().contains("pass"), "{ans}");
@@ -169,7 +181,10 @@ fn git_bisect_run_with_bisect_step_names_the_same_commit_as_bisect_on_the_tree()
         .status()
         .unwrap();
     assert!(st.success());
-    assert_eq!(git(&tree, &["rev-list", "--count", "kmatrix-base..kmatrix"]), "13");
+    assert_eq!(
+        git(&tree, &["rev-list", "--count", "kmatrix-base..kmatrix"]),
+        "13"
+    );
     let culprit = git(&tree, &["rev-parse", "kmatrix~5"]);
     assert_eq!(
         git(&tree, &["log", "-1", "--format=%s", &culprit]),
@@ -193,7 +208,11 @@ fn git_bisect_run_with_bisect_step_names_the_same_commit_as_bisect_on_the_tree()
     );
     assert_eq!(code, 0, "{md}");
     assert_eq!(state["answer"]["patch"]["commit"], culprit.as_str(), "{md}");
-    assert_eq!(git(&tree, &["status", "--porcelain"]), status_before, "the tree was written to");
+    assert_eq!(
+        git(&tree, &["status", "--porcelain"]),
+        status_before,
+        "the tree was written to"
+    );
 
     // git bisect run over the same commits, one bisect-step per commit.
     let state_dir = out_dir("bisect-step-state");
@@ -203,15 +222,32 @@ fn git_bisect_run_with_bisect_step_names_the_same_commit_as_bisect_on_the_tree()
         .arg(&tree)
         .args(["bisect", "run"])
         .arg(env!("CARGO_BIN_EXE_xtask"))
-        .args(["bisect-step", "--no-setup", "--matrix", &matrix(), "--arch", "x86_64"])
-        .args(["--test", "seccomp_bpf", "--case", "global.get_action_avail", "--state"])
+        .args([
+            "bisect-step",
+            "--no-setup",
+            "--matrix",
+            &matrix(),
+            "--arch",
+            "x86_64",
+        ])
+        .args([
+            "--test",
+            "seccomp_bpf",
+            "--case",
+            "global.get_action_avail",
+            "--state",
+        ])
         .arg(&state_dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     git(&tree, &["bisect", "reset", "kmatrix"]);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         text.contains(&format!("{culprit} is the first bad commit")),
         "git bisect run did not name {culprit}:\n{text}"

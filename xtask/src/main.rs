@@ -8,6 +8,7 @@ mod analyze;
 mod bisect;
 mod boot;
 mod build;
+mod cmd_report;
 mod host;
 mod kinds;
 mod plan;
@@ -50,7 +51,8 @@ enum Cmd {
         #[arg(long, default_value = "matrix.toml")]
         matrix: PathBuf,
     },
-    /// Install the host packages the harness needs (Debian 12, root or sudo).
+    /// Install the host packages the harness needs (Debian 12, root or sudo),
+    /// and the tools its test suite checks reports with (cache/tools).
     Setup,
     /// Print the cell ids the matrix expands to (one per line, or JSON for CI fan-out).
     List {
@@ -58,6 +60,9 @@ enum Cmd {
         matrix: PathBuf,
         #[arg(long)]
         json: bool,
+        /// One line (JSON object) per kernel/arch/config with its `--cell` glob.
+        #[arg(long)]
+        groups: bool,
     },
     /// Every prefix of a series (base, +1, ..., +N) as one run: each test
     /// and metric patch by patch (sweep.md beside summary.md).
@@ -81,14 +86,43 @@ enum Cmd {
         #[arg(long)]
         no_setup: bool,
     },
-    /// Compare metrics of a finished run (default results/latest) with statistics.
+    /// Compare metrics of a finished run (default results/latest) with
+    /// statistics; with two runs, each cell of RUN_B against the same cell of RUN_DIR.
     Compare {
         run_dir: Option<PathBuf>,
+        #[arg(value_name = "RUN_B")]
+        other: Option<PathBuf>,
+        /// With two runs: where to write the comparison (default RUN_B/compare.json).
+        #[arg(long, requires = "other")]
+        out: Option<PathBuf>,
         #[arg(long, default_value = "matrix.toml")]
         matrix: PathBuf,
         /// Exit 1 when a metric regressed significantly beyond its threshold.
         #[arg(long)]
         fail_on_regression: bool,
+    },
+    /// Merge results.json files (dirs or files) into one run; recompute comparisons and reports.
+    Merge {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
+        #[arg(long)]
+        fail_on_regression: bool,
+    },
+    /// Write JUnit XML, HTML and KCIDB JSON of a run (all three into RUN_DIR by default).
+    Report {
+        run_dir: PathBuf,
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        #[arg(long)]
+        html: Option<PathBuf>,
+        #[arg(long)]
+        kcidb: Option<PathBuf>,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
     },
 }
 
@@ -175,13 +209,46 @@ fn main() -> ExitCode {
             }));
         }
         Cmd::Boot { cell, matrix } => cmd_boot(&root, &cell, &matrix).map(|_| 0),
-        Cmd::Setup => setup::ensure(&[]).map(|_| 0),
-        Cmd::List { matrix, json } => cmd_list(&matrix, json).map(|_| 0),
+        Cmd::Setup => setup::ensure(&[])
+            .and_then(|_| host::tools::ensure())
+            .map(|_| 0),
+        Cmd::List {
+            matrix,
+            json,
+            groups: true,
+        } => cmd_report::cmd_list_groups(&matrix, json),
+        Cmd::List { matrix, json, .. } => cmd_list(&matrix, json).map(|_| 0),
+        Cmd::Compare {
+            run_dir: Some(a),
+            other: Some(b),
+            matrix,
+            out,
+            fail_on_regression,
+        } => cmd_report::cmd_compare_runs(&a, &b, &matrix, out, fail_on_regression),
         Cmd::Compare {
             run_dir,
             matrix,
             fail_on_regression,
+            ..
         } => cmd_compare(&root, run_dir, &matrix, fail_on_regression),
+        Cmd::Merge {
+            out,
+            runs,
+            matrix,
+            fail_on_regression,
+        } => cmd_report::cmd_merge(&root, &out, &runs, &matrix, fail_on_regression),
+        Cmd::Report {
+            run_dir,
+            junit,
+            html,
+            kcidb,
+            matrix,
+        } => cmd_report::cmd_report(
+            &root,
+            &run_dir,
+            cmd_report::Targets { junit, html, kcidb },
+            &matrix,
+        ),
     };
     match r {
         Ok(code) => ExitCode::from(code),
@@ -398,6 +465,7 @@ pub fn cmd_matrix(
     }
     let summary = report::markdown::markdown(&run) + &compare::markdown(&run.comparisons);
     std::fs::write(run_dir.join("summary.md"), &summary)?;
+    cmd_report::write_run_reports(root, &run, &m, &run_dir);
     println!("{summary}");
     println!("results: {}", results_path.display());
     if signals::interrupted() {

@@ -1025,7 +1025,11 @@ pub fn cmd_checkout(
             let name = variants::pick_series(&m, &kernel, source_args.series_name.as_deref())
                 .unwrap_or_else(|_| s.get_ref().clone());
             let spec = &m.series[&name];
-            Some(Series::load_prefix(&name, &root.join(&spec.dir), spec.take)?)
+            Some(Series::load_prefix(
+                &name,
+                &root.join(&spec.dir),
+                spec.take,
+            )?)
         }
         _ => None,
     };

@@ -330,7 +330,8 @@ mod tests {
         }
         let m = crate::plan::matrix::Matrix::parse(
             "matrix.toml",
-            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml")).unwrap(),
+            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
+                .unwrap(),
         )
         .unwrap();
         run.comparisons = compare::compare(&run, &m);
@@ -347,19 +348,35 @@ mod tests {
     fn a_sweep_shows_where_a_case_starts_to_pass_and_each_metric_per_patch() {
         let (run, patches) = sweep_run();
         let md = sweep_markdown(&run, "6.1", "s", &patches);
-        assert!(md.contains("## x86_64/tiny") && md.contains("## arm64/tiny"), "{md}");
+        assert!(
+            md.contains("## x86_64/tiny") && md.contains("## arm64/tiny"),
+            "{md}"
+        );
         assert!(
             md.contains("now passes: seccomp_bpf global.user_notification_sync"),
             "{md}"
         );
         // Sync mode: a skip on the base, a median with a CI on the series.
         let sync = md.split("`seccomp_notify.sync.same-cpu`").nth(1).unwrap();
-        let rows: Vec<&str> = sync.lines().filter(|l| l.starts_with("| 0 ") || l.starts_with("| 1 ")).take(2).collect();
+        let rows: Vec<&str> = sync
+            .lines()
+            .filter(|l| l.starts_with("| 0 ") || l.starts_with("| 1 "))
+            .take(2)
+            .collect();
         assert!(rows[0].contains("skip"), "{rows:?}");
-        assert!(rows[1].contains("us/op") && rows[1].contains('['), "{rows:?}");
+        assert!(
+            rows[1].contains("us/op") && rows[1].contains('['),
+            "{rows:?}"
+        );
         // Default mode: the change against the base with its verdict.
-        let default = md.split("`seccomp_notify.default.same-cpu`").nth(1).unwrap();
+        let default = md
+            .split("`seccomp_notify.default.same-cpu`")
+            .nth(1)
+            .unwrap();
         let row1 = default.lines().find(|l| l.starts_with("| 1 ")).unwrap();
-        assert!(row1.contains('%') && row1.matches('|').count() == 6, "{row1}");
+        assert!(
+            row1.contains('%') && row1.matches('|').count() == 6,
+            "{row1}"
+        );
     }
 }

@@ -438,12 +438,22 @@ pub fn export_range(tree: &Path, range: &str, cache: &Cache) -> Result<(String, 
 /// objects: a tree the user owns.
 pub fn export_tree(repo: &Path, base: &str, commit: &str, dest: &Path) -> Result<()> {
     let mut c = Command::new("git");
-    c.args(["clone", "--quiet", "--no-checkout"]).arg(repo).arg(dest);
+    c.args(["clone", "--quiet", "--no-checkout"])
+        .arg(repo)
+        .arg(dest);
     run_ok(c, &format!("git clone {}", repo.display()))?;
     let r = dest.display().to_string();
-    git_ok(dest, &["fetch", "--quiet", &repo.display().to_string(), commit], "git fetch")?;
+    git_ok(
+        dest,
+        &["fetch", "--quiet", &repo.display().to_string(), commit],
+        "git fetch",
+    )?;
     git_ok(dest, &["tag", "kmatrix-base", base], "git tag")?;
-    git_ok(dest, &["checkout", "--quiet", "-b", "kmatrix", commit], &format!("git checkout in {r}"))?;
+    git_ok(
+        dest,
+        &["checkout", "--quiet", "-b", "kmatrix", commit],
+        &format!("git checkout in {r}"),
+    )?;
     Ok(())
 }
 

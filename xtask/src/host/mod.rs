@@ -4,4 +4,5 @@ pub mod cache;
 pub mod proc;
 pub mod setup;
 pub mod signals;
+pub mod tools;
 pub mod ui;

@@ -26,6 +26,8 @@ pub mod limit {
     pub const TAR: u64 = 1800;
     pub const APT: u64 = 3600;
     pub const GUEST_CC: u64 = 900;
+    /// pip and npm installs of the test suite's tools.
+    pub const TOOLS: u64 = 900;
 
     pub fn scaled(secs: u64) -> Duration {
         let f: f64 = std::env::var("KMATRIX_STEP_TIMEOUT_SCALE")

@@ -160,6 +160,25 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
     out
 }
 
+/// Run A against run B: every cell id present in both, every metric name
+/// present in both, A's samples as the base and B's as the new side. The
+/// same statistics and verdicts as `compare` (the kind is `variants`: two
+/// kernels' independent boots, never paired).
+pub fn compare_runs(a: &Run, b: &Run, m: &Matrix) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for nc in &b.cells {
+        let Some(bc) = a.cells.iter().find(|c| c.id == nc.id) else {
+            continue;
+        };
+        for nm in &nc.metrics {
+            if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
+                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm));
+            }
+        }
+    }
+    out
+}
+
 pub fn markdown(cs: &[Comparison]) -> String {
     if cs.is_empty() {
         return String::new();

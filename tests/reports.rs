@@ -1,0 +1,689 @@
+//! The commands that read finished runs, through the CLI, on real
+//! results.json files of real runs (tests/fixtures/runs/: two runs of the
+//! default matrix, 4 cells x 3 boots each, and one cell with a kernel
+//! splat): merge, compare RUN_A RUN_B, and the reports checked by their
+//! consumers: JUnit read back by junitparser, KCIDB validated by kcidb-io,
+//! the HTML rendered by headless Chromium.
+//!
+//! The consumers come from `cargo xtask setup` (chromium from apt;
+//! junitparser and kcidb-io in a venv under the cache). A test whose
+//! consumer is absent says so and passes, unless CI is set: there setup
+//! has run and a missing consumer is a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/fixtures/runs").join(name)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn xtask(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    c.args(args).current_dir(repo());
+    // The reports must not depend on the caller being in Actions.
+    c.env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("running xtask")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn load(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn write_json(p: &Path, v: &Value) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+}
+
+/// The run with only the cells `keep` says yes to, and no comparisons.
+fn subset(run: &Value, keep: impl Fn(&Value) -> bool) -> Value {
+    let mut r = run.clone();
+    let cells: Vec<Value> = run["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| keep(c))
+        .cloned()
+        .collect();
+    r["cells"] = Value::Array(cells);
+    r["comparisons"] = Value::Array(vec![]);
+    r
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The kmatrix cache's tools directory (as host/cache.rs finds the root).
+fn tools() -> PathBuf {
+    let root = if let Some(p) = std::env::var_os("KMATRIX_CACHE") {
+        PathBuf::from(p)
+    } else {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache"))
+            .join("kmatrix")
+    };
+    root.join("tools")
+}
+
+/// The venv's python with junitparser and kcidb-io, or None (skipped).
+fn venv_python(test: &str) -> Option<PathBuf> {
+    let py = tools().join("py/bin/python");
+    if py.exists() {
+        return Some(py);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing in CI: `cargo xtask setup` makes it",
+        py.display()
+    );
+    eprintln!(
+        "{test}: skipped: {} is missing (run `cargo xtask setup`)",
+        py.display()
+    );
+    None
+}
+
+fn python(py: &Path, script: &str, args: &[&str]) -> Output {
+    Command::new(py)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("running python")
+}
+
+#[test]
+fn merging_a_split_run_gives_back_its_comparisons_exactly() {
+    let original = load(&fixture("default-1/results.json"));
+    let d = tmp("merge-split");
+    // Base cells in one job's results, series cells in another's: every
+    // comparison of variants needs both.
+    let base = subset(&original, |c| c["variant"] == "base");
+    let series = subset(&original, |c| c["variant"] != "base");
+    write_json(&d.join("job-base/results.json"), &base);
+    write_json(&d.join("job-series/results.json"), &series);
+    let out = d.join("merged");
+    let o = xtask(
+        &[
+            "merge",
+            "--out",
+            s(&out),
+            s(&d.join("job-series")),
+            s(&d.join("job-base/results.json")),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let merged = load(&out.join("results.json"));
+    assert_eq!(merged["schema"], original["schema"]);
+    // The bootstrap is seeded: the same samples give the same numbers, so
+    // the comparisons are compared exactly, field by field.
+    assert_eq!(merged["comparisons"].as_array().unwrap().len(), 12);
+    assert_eq!(merged["comparisons"], original["comparisons"]);
+    // Cells in the matrix's order, which is the order the run wrote them.
+    assert_eq!(merged["cells"], original["cells"]);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for c in original["comparisons"].as_array().unwrap() {
+        let words = match c["verdict"].as_str().unwrap() {
+            "too-noisy" => "too noisy to judge",
+            "no-change" => "no significant change",
+            other => other,
+        };
+        let row = format!(
+            "| {} {} |",
+            c["new_cell"].as_str().unwrap(),
+            c["new_metric"].as_str().unwrap()
+        );
+        assert!(
+            summary
+                .lines()
+                .any(|l| l.starts_with(&row) && l.ends_with(&format!("| {words} |"))),
+            "no row {row} ... {words} in\n{summary}"
+        );
+    }
+    for f in ["junit.xml", "report.html", "kcidb.json"] {
+        assert!(out.join(f).exists(), "{f} not written by merge");
+    }
+}
+
+#[test]
+fn merge_refuses_conflicts_other_schemas_and_unreadable_files() {
+    let original = load(&fixture("default-1/results.json"));
+    let d = tmp("merge-refusals");
+    let a = d.join("a/results.json");
+    write_json(&a, &original);
+    // The same cell with other content.
+    let mut b = subset(&original, |c| c["id"] == "6.1/base/x86_64/tiny");
+    b["cells"][0]["outcome"] = "crash".into();
+    let bp = d.join("b/results.json");
+    write_json(&bp, &b);
+    let o = xtask(&["merge", "--out", s(&d.join("o1")), s(&a), s(&bp)], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cell 6.1/base/x86_64/tiny") && err.contains(s(&a)) && err.contains(s(&bp)),
+        "{err}"
+    );
+    assert!(!d.join("o1/results.json").exists());
+    // The same cell with the same content is no conflict.
+    let same = subset(&original, |c| c["id"] == "6.1/base/x86_64/tiny");
+    let sp = d.join("same/results.json");
+    write_json(&sp, &same);
+    let o = xtask(&["merge", "--out", s(&d.join("o2")), s(&a), s(&sp)], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        load(&d.join("o2/results.json"))["cells"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
+    // Another schema.
+    let mut old = same.clone();
+    old["schema"] = 1.into();
+    let op = d.join("old/results.json");
+    write_json(&op, &old);
+    let o = xtask(&["merge", "--out", s(&d.join("o3")), s(&a), s(&op)], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{} has results.json schema 1", op.display())),
+        "{err}"
+    );
+    // Unreadable: missing, and not JSON.
+    let missing = d.join("nowhere");
+    let o = xtask(
+        &["merge", "--out", s(&d.join("o4")), s(&a), s(&missing)],
+        &[],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("cannot read {}", missing.display())),
+        "{err}"
+    );
+    let junk = d.join("junk.json");
+    std::fs::write(&junk, "{\"schema\": 2, \"cells\": [").unwrap();
+    let o = xtask(&["merge", "--out", s(&d.join("o5")), s(&junk)], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(s(&junk)), "{err}");
+}
+
+#[test]
+fn compare_two_runs_cell_by_cell_and_one_run_as_before() {
+    let d = tmp("compare-runs");
+    let out = d.join("cmp.json");
+    let o = xtask(
+        &[
+            "compare",
+            s(&fixture("default-1")),
+            s(&fixture("default-2")),
+            "--out",
+            s(&out),
+        ],
+        &[],
+    );
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc = load(&out);
+    let cs = doc["comparisons"].as_array().unwrap();
+    // Base cells measure 3 metrics (sync is skipped there), series cells 6.
+    assert_eq!(cs.len(), 3 + 3 + 6 + 6, "{doc}");
+    let b = load(&fixture("default-2/results.json"));
+    for c in cs {
+        assert_eq!(c["base_cell"], c["new_cell"]);
+        assert_eq!(c["base_metric"], c["new_metric"]);
+        assert_eq!(c["kind"], "variants");
+        // Run B's own samples give the new side's median.
+        let cell = b["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["id"] == c["new_cell"])
+            .unwrap();
+        let m = cell["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == c["new_metric"])
+            .unwrap();
+        assert_eq!(c["n_new"], m["samples"].as_array().unwrap().len());
+        assert!(stdout.contains(&format!(
+            "| {} {} | {} |",
+            c["new_cell"].as_str().unwrap(),
+            c["new_metric"].as_str().unwrap(),
+            c["base_cell"].as_str().unwrap()
+        )));
+    }
+    assert!(out.with_extension("md").exists());
+    // A run against itself: no change anywhere.
+    let o = xtask(
+        &[
+            "compare",
+            s(&fixture("default-1")),
+            s(&fixture("default-1")),
+            "--out",
+            s(&d.join("self.json")),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    for c in load(&d.join("self.json"))["comparisons"]
+        .as_array()
+        .unwrap()
+    {
+        assert_eq!(c["pct_change"], 0.0, "{c}");
+        assert_ne!(c["verdict"], "improved");
+        assert_ne!(c["verdict"], "regressed");
+    }
+    // One run: recomputes its own comparisons in place, as before.
+    let one = d.join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::copy(fixture("default-1/results.json"), one.join("results.json")).unwrap();
+    let o = xtask(&["compare", s(&one)], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        load(&one.join("results.json"))["comparisons"],
+        load(&fixture("default-1/results.json"))["comparisons"]
+    );
+    assert!(text(&o.stdout).contains("## Comparisons"));
+}
+
+const JUNIT_SUMMARY: &str = r#"
+import json, sys
+from junitparser import JUnitXml, Failure, Error, Skipped
+out = []
+for suite in JUnitXml.fromfile(sys.argv[1]):
+    cases = []
+    for case in suite:
+        res = [{"kind": type(r).__name__, "message": r.message, "type": r.type, "text": r.text} for r in case.result]
+        cases.append({"name": case.name, "classname": case.classname, "result": res})
+    out.append({"name": suite.name, "tests": suite.tests, "failures": suite.failures,
+                "errors": suite.errors, "skipped": suite.skipped, "cases": cases})
+print(json.dumps(out))
+"#;
+
+#[test]
+fn junit_is_read_back_by_junitparser() {
+    let Some(py) = venv_python("junit_is_read_back_by_junitparser") else {
+        return;
+    };
+    let d = tmp("junit");
+    for run in ["default-1", "splat"] {
+        let f = d.join(format!("{run}.xml"));
+        let o = xtask(&["report", s(&fixture(run)), "--junit", s(&f)], &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let o = python(&py, JUNIT_SUMMARY, &[s(&f)]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let suites: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let results = load(&fixture(run).join("results.json"));
+        let cells = results["cells"].as_array().unwrap();
+        assert_eq!(suites.as_array().unwrap().len(), cells.len());
+        for (suite, cell) in suites.as_array().unwrap().iter().zip(cells) {
+            assert_eq!(suite["name"], cell["id"]);
+            // One testcase per case, or per test without cases.
+            let expected: usize = cell["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["cases"].as_array().unwrap().len().max(1))
+                .sum();
+            assert_eq!(suite["tests"], expected, "{}", cell["id"]);
+            let count = |outcome: &str| {
+                cell["tests"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|t| {
+                        let cs = t["cases"].as_array().unwrap();
+                        if cs.is_empty() {
+                            vec![t["outcome"].clone()]
+                        } else {
+                            cs.iter().map(|c| c["outcome"].clone()).collect()
+                        }
+                    })
+                    .filter(|o| o == outcome)
+                    .count()
+            };
+            assert_eq!(suite["failures"], count("fail"), "{}", cell["id"]);
+            assert_eq!(suite["skipped"], count("skip"), "{}", cell["id"]);
+            assert_eq!(suite["errors"], 0);
+        }
+    }
+    // The splat: the failing test carries the kernel's reason, the console
+    // log as evidence, and is typed as not expected.
+    let o = python(&py, JUNIT_SUMMARY, &[s(&d.join("splat.xml"))]);
+    let suites: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let splat = suites[0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "splat")
+        .unwrap();
+    let r = &splat["result"][0];
+    assert_eq!(r["kind"], "Failure");
+    assert_eq!(r["type"], "fail");
+    assert!(r["message"]
+        .as_str()
+        .unwrap()
+        .contains("BUG: sleeping function called from invalid context"));
+    assert!(r["text"]
+        .as_str()
+        .unwrap()
+        .contains("evidence: /tmp/run-splat2/cells/6.1__splat__x86_64__tiny/console.log"));
+    // The base cells' expected failure is a failure typed expected-fail.
+    let o = python(&py, JUNIT_SUMMARY, &[s(&d.join("default-1.xml"))]);
+    let suites: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let case = suites[0]["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "global.user_notification_sync")
+        .unwrap();
+    assert_eq!(case["classname"], "6.1/base/x86_64/tiny.seccomp_bpf");
+    assert_eq!(case["result"][0]["type"], "expected-fail");
+}
+
+const KCIDB_VALIDATE: &str = r#"
+import json, sys, kcidb_io
+data = json.load(open(sys.argv[1]))
+try:
+    kcidb_io.schema.LATEST.validate(data)
+    print("valid", kcidb_io.schema.LATEST)
+except Exception as e:
+    print("invalid", type(e).__name__, str(e).splitlines()[0])
+    sys.exit(1)
+"#;
+
+#[test]
+fn kcidb_json_is_valid_for_kcidb_io_and_carries_the_patchset() {
+    let Some(py) = venv_python("kcidb_json_is_valid_for_kcidb_io_and_carries_the_patchset") else {
+        return;
+    };
+    let d = tmp("kcidb");
+    for (run, matrix) in [
+        ("default-1", "matrix.toml"),
+        ("splat", "tests/faults/faults.toml"),
+    ] {
+        let f = d.join(format!("{run}.json"));
+        let o = xtask(
+            &[
+                "report",
+                s(&fixture(run)),
+                "--kcidb",
+                s(&f),
+                "--matrix",
+                matrix,
+            ],
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let o = python(&py, KCIDB_VALIDATE, &[s(&f)]);
+        assert!(
+            o.status.success(),
+            "{run}: {}{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+        assert!(
+            text(&o.stdout).starts_with("valid v5."),
+            "{}",
+            text(&o.stdout)
+        );
+    }
+    // Every outcome maps to a status the schema accepts: the splat cell
+    // as each of the other outcomes (a build error has no tests).
+    let splat = load(&fixture("splat/results.json"));
+    for outcome in [
+        "pass",
+        "crash",
+        "timeout",
+        "infra-error",
+        "build-error",
+        "apply-error",
+        "config-error",
+        "flaky",
+        "skip",
+    ] {
+        let mut r = splat.clone();
+        r["cells"][0]["outcome"] = outcome.into();
+        r["cells"][0]["tests"][0]["outcome"] = outcome.into();
+        if outcome.ends_with("-error") && outcome != "infra-error" {
+            r["cells"][0]["tests"] = Value::Array(vec![]);
+        }
+        let dir = d.join(format!("as-{outcome}"));
+        write_json(&dir.join("results.json"), &r);
+        let f = dir.join("kcidb.json");
+        let o = xtask(
+            &[
+                "report",
+                s(&dir),
+                "--kcidb",
+                s(&f),
+                "--matrix",
+                "tests/faults/faults.toml",
+            ],
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        let o = python(&py, KCIDB_VALIDATE, &[s(&f)]);
+        assert!(o.status.success(), "{outcome}: {}", text(&o.stdout));
+    }
+    let doc = load(&d.join("default-1.json"));
+    // The series' checkout: KCIDB's patchset hash, as its schema defines it.
+    let want = Command::new("sh")
+        .arg("-c")
+        .arg("cd kernels/series/seccomp-sync-wakeup && sha256sum $(cat series) | cut -c-64 | sha256sum | cut -c-64")
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let want = text(&want.stdout).trim().to_string();
+    assert_eq!(want.len(), 64);
+    let series = doc["checkouts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["misc"]["variant"] == "seccomp-sync-wakeup")
+        .unwrap();
+    assert_eq!(series["patchset_hash"], want.as_str());
+    assert_eq!(series["patchset_files"].as_array().unwrap().len(), 6);
+    // Metrics are DONE with the median; sync mode on base is SKIP.
+    let tests = doc["tests"].as_array().unwrap();
+    let metric = |build: &str, name: &str| {
+        tests
+            .iter()
+            .find(|t| {
+                t["path"] == format!("metric.{name}")
+                    && t["build_id"].as_str().unwrap().ends_with(build)
+            })
+            .unwrap_or_else(|| panic!("no {name} on {build}"))
+            .clone()
+    };
+    let t = metric(
+        "/6.1/seccomp-sync-wakeup/x86_64/tiny",
+        "seccomp_notify.sync.unpinned",
+    );
+    assert_eq!(t["status"], "DONE");
+    assert!(
+        (t["number"]["value"].as_f64().unwrap() - 82.136).abs() < 0.001,
+        "{t}"
+    );
+    assert_eq!(t["misc"]["comparisons"][0]["verdict"], "improved");
+    assert_eq!(
+        metric("/6.1/base/x86_64/tiny", "seccomp_notify.sync.unpinned")["status"],
+        "SKIP"
+    );
+    // The validator is not a rubber stamp: a bad status is refused.
+    let mut bad = doc.clone();
+    bad["tests"][0]["status"] = "BROKEN".into();
+    let bp = d.join("bad.json");
+    write_json(&bp, &bad);
+    let o = python(&py, KCIDB_VALIDATE, &[s(&bp)]);
+    assert!(!o.status.success(), "{}", text(&o.stdout));
+}
+
+#[test]
+fn html_renders_in_chromium_with_every_verdict_and_sample() {
+    let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(chromium) = chromium else {
+        eprintln!("html_renders_in_chromium_with_every_verdict_and_sample: skipped: no chromium on PATH (`cargo xtask setup` installs it)");
+        return;
+    };
+    let d = tmp("html");
+    let f = d.join("report.html");
+    let o = xtask(&["report", s(&fixture("default-1")), "--html", s(&f)], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(&f).unwrap();
+    // Self-contained: nothing to fetch (the only URL is the SVG namespace).
+    for bad in ["src=", "href=", "<link", "<script", "url(", "@import"] {
+        assert!(!html.contains(bad), "the report has {bad}");
+    }
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
+    let url = format!("file://{}", f.display());
+    let headless = |extra: &[&str]| {
+        Command::new(chromium)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+            ])
+            .arg(format!("--user-data-dir={}", d.join("profile").display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("running chromium")
+    };
+    let o = headless(&["--dump-dom"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let dom = text(&o.stdout);
+    // The rendered text, tags stripped.
+    let mut rendered = String::new();
+    let mut in_tag = false;
+    for ch in dom.chars() {
+        match ch {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                rendered.push(' ');
+            }
+            c if !in_tag => rendered.push(c),
+            _ => {}
+        }
+    }
+    let run = load(&fixture("default-1/results.json"));
+    for c in run["comparisons"].as_array().unwrap() {
+        let words = match c["verdict"].as_str().unwrap() {
+            "too-noisy" => "too noisy to judge",
+            "no-change" => "no significant change",
+            other => other,
+        };
+        assert!(rendered.contains(words), "{words} not rendered");
+    }
+    for c in run["cells"].as_array().unwrap() {
+        assert!(rendered.contains(c["id"].as_str().unwrap()));
+    }
+    // Every sample of every measured metric is a dot in the rendered DOM.
+    let samples: usize = run["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["metrics"].as_array().unwrap())
+        .map(|m| m["samples"].as_array().unwrap().len())
+        .sum();
+    assert!(samples > 1000);
+    assert_eq!(
+        dom.matches("<circle").count(),
+        samples + run["comparisons"].as_array().unwrap().len()
+    );
+    // A screenshot to look at (target/tmp/html/report.png).
+    let png = d.join("report.png");
+    let shot = format!("--screenshot={}", png.display());
+    let o = headless(&[&shot, "--window-size=1400,3000"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(std::fs::metadata(&png).unwrap().len() > 50_000);
+}
+
+#[test]
+fn github_actions_get_the_summary_and_annotations() {
+    let d = tmp("gha");
+    let summary = d.join("step-summary.md");
+    let o = xtask(
+        &[
+            "merge",
+            "--out",
+            s(&d.join("merged")),
+            "--matrix",
+            "tests/faults/faults.toml",
+            s(&fixture("splat")),
+        ],
+        &[
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_STEP_SUMMARY", s(&summary)),
+        ],
+    );
+    // The splat cell is not as expected: exit 1, as `matrix` would.
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("MISMATCH 6.1/splat/x86_64/tiny splat: fail"));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("\n::group::6.1/splat/x86_64/tiny (fail): not as expected\n"),
+        "{out}"
+    );
+    assert!(out.contains("\n::endgroup::\n"));
+    assert!(
+        out.contains("\n::error title=kmatrix 6.1/splat/x86_64/tiny fail::6.1/splat/x86_64/tiny splat: fail (kernel Bug"),
+        "{out}"
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.starts_with("# kmatrix run 20261130-"), "{md}");
+    assert!(md.contains("## Not as expected"));
+    // Outside Actions: neither.
+    let o = xtask(
+        &[
+            "merge",
+            "--out",
+            s(&d.join("merged2")),
+            "--matrix",
+            "tests/faults/faults.toml",
+            s(&fixture("splat")),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!text(&o.stdout).contains("::group::"));
+}

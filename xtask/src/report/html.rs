@@ -1,0 +1,594 @@
+//! A self-contained HTML report of a run: one file, inline CSS and SVG, no
+//! script and nothing fetched. Pure: a `Run` in, a string out.
+//!
+//! Sections: cells x tests (outcomes, failing cases with reasons), the
+//! comparisons with their verdicts (each with a small interval plot against
+//! zero and the minimum effect), one strip plot per kernel/arch/config and
+//! metric with every sample of every variant drawn, grouped per boot, with
+//! the median and its 95% CI, and the cells not as expected with evidence.
+//!
+//! The SVG is written by hand: a strip plot is a few dozen lines of
+//! circles and rectangles, and a plotting crate (plotters) would add a
+//! font stack and many dependencies for no better picture.
+
+use std::fmt::Write;
+
+use crate::report::markdown::{ci_half_pct, median_ci};
+use crate::report::stats;
+use crate::schema::{CellResult, Comparison, ComparisonKind, Metric, Outcome, Run, TestResult};
+
+/// Text for HTML and SVG text nodes and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+const STYLE: &str = r#"
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 14px; margin: 24px; color: #1d2126; max-width: 1400px; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 20px 0 6px; }
+.meta { color: #57606a; font-size: 13px; }
+table { border-collapse: collapse; font-size: 12.5px; margin: 8px 0; }
+th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.o { display: inline-block; padding: 1px 6px; border-radius: 10px; font-weight: 600; font-size: 12px; }
+.o-pass, .o-flaky { background: #dafbe1; color: #116329; }
+.o-fail { background: #ffebe9; color: #a40e26; }
+.o-skip { background: #eaeef2; color: #57606a; }
+.o-crash, .o-timeout, .o-infra-error, .o-build-error, .o-apply-error, .o-config-error { background: #a40e26; color: #fff; }
+.v { display: inline-block; padding: 1px 6px; border-radius: 4px; font-weight: 600; font-size: 12px; white-space: nowrap; }
+.v-improved { background: #dafbe1; color: #116329; }
+.v-regressed { background: #ffebe9; color: #a40e26; }
+.v-no-change { background: #ddf4ff; color: #0a3069; }
+.v-too-noisy, .v-too-few-samples { background: #fff8c5; color: #7d4e00; }
+.no { color: #a40e26; font-weight: 700; }
+tr.bad td { background: #fff5f5; }
+details { margin-top: 4px; } summary { cursor: pointer; color: #0969da; }
+pre { background: #f6f8fa; padding: 8px; font-size: 12px; overflow-x: auto; max-height: 420px; }
+.plot { margin: 6px 0 2px; }
+.verdicts { font-size: 13px; margin: 2px 0 14px 0; padding-left: 18px; }
+ul.cases { margin: 4px 0 0 0; padding-left: 18px; }
+"#;
+
+fn outcome(o: Outcome) -> String {
+    format!(r#"<span class="o o-{0}">{0}</span>"#, o.as_str())
+}
+
+fn verdict(c: &Comparison) -> String {
+    format!(
+        r#"<span class="v v-{}">{}</span>"#,
+        c.verdict.as_str(),
+        esc(c.verdict.describe())
+    )
+}
+
+fn test_cell(t: &TestResult) -> String {
+    let mut s = outcome(t.outcome);
+    if !t.cases.is_empty() {
+        let pass = t
+            .cases
+            .iter()
+            .filter(|c| c.outcome == Outcome::Pass)
+            .count();
+        let _ = write!(s, " {pass}/{} pass", t.cases.len());
+    }
+    if let Some(d) = t.duration_s {
+        let _ = write!(s, " <span class=meta>({d:.1}s)</span>");
+    }
+    if let Some(r) = &t.reason {
+        let _ = write!(s, "<br><span class=meta>{}</span>", esc(r));
+    }
+    let odd: Vec<_> = t
+        .cases
+        .iter()
+        .filter(|c| c.outcome != Outcome::Pass)
+        .collect();
+    if !odd.is_empty() {
+        let _ = write!(
+            s,
+            "<details><summary>{} not passing</summary><ul class=cases>",
+            odd.len()
+        );
+        for c in odd {
+            let _ = write!(
+                s,
+                "<li>{} {}{}</li>",
+                outcome(c.outcome),
+                esc(&c.name),
+                c.reason
+                    .as_ref()
+                    .map_or(String::new(), |r| format!(": {}", esc(r)))
+            );
+        }
+        s += "</ul></details>";
+    }
+    s
+}
+
+/// 4-9 round tick values covering [lo, hi].
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let span = (hi - lo).max(1e-9);
+    let raw = span / 8.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let mut t = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    while t <= hi + step * 1e-9 {
+        out.push(t);
+        t += step;
+    }
+    out
+}
+
+fn fmt_tick(v: f64) -> String {
+    if v.abs() >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// Deterministic jitter in [-1, 1] for sample `i` (a spread of dots, the
+/// same picture every time).
+fn jitter(i: usize) -> f64 {
+    let mut x = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x2545_f491;
+    x ^= x >> 29;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 32;
+    (x % 2001) as f64 / 1000.0 - 1.0
+}
+
+const BOOT_COLOURS: [&str; 6] = [
+    "#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e",
+];
+
+/// One lane per (label, metric): every sample a dot, one row per boot with
+/// that boot's median as a tick; the lane's median as a line and its 95%
+/// CI as a band.
+pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
+    const W: f64 = 1100.0;
+    const LEFT: f64 = 330.0;
+    const RIGHT: f64 = 30.0;
+    const ROW: f64 = 22.0;
+    const GAP: f64 = 14.0;
+    const TOP: f64 = 8.0;
+    let all: Vec<f64> = lanes
+        .iter()
+        .flat_map(|(_, m)| m.samples.iter().copied())
+        .filter(|v| v.is_finite())
+        .collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    let (mut lo, mut hi) = all
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+    let pad = ((hi - lo) * 0.03).max(hi.abs() * 0.01).max(1e-9);
+    lo -= pad;
+    hi += pad;
+    let x = |v: f64| LEFT + (v - lo) / (hi - lo) * (W - LEFT - RIGHT);
+    let heights: Vec<f64> = lanes
+        .iter()
+        .map(|(_, m)| (m.by_boot().len() as f64).max(2.0) * ROW)
+        .collect();
+    let plot_h: f64 = heights.iter().sum::<f64>() + GAP * lanes.len() as f64;
+    let h = TOP + plot_h + 34.0;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {W} {h}" style="max-width: {W}px" font-family="system-ui, sans-serif" font-size="12">"#
+    );
+    // Grid and axis.
+    let axis_y = TOP + plot_h;
+    for t in ticks(lo, hi) {
+        let tx = x(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{tx:.1}" y1="{TOP}" x2="{tx:.1}" y2="{axis_y}" stroke="#eaeef2"/><text x="{tx:.1}" y="{:.1}" text-anchor="middle" fill="#57606a">{}</text>"##,
+            axis_y + 16.0,
+            fmt_tick(t)
+        );
+    }
+    let _ = write!(
+        s,
+        r##"<line x1="{LEFT}" y1="{axis_y}" x2="{:.1}" y2="{axis_y}" stroke="#57606a"/>"##,
+        W - RIGHT
+    );
+    let unit = lanes.first().map_or("", |(_, m)| m.unit.as_str());
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">{}</text>"##,
+        W - RIGHT,
+        axis_y + 30.0,
+        esc(unit)
+    );
+    let mut y0 = TOP;
+    let mut k = 0usize;
+    for ((label, m), lane_h) in lanes.iter().zip(&heights) {
+        let boots = m.by_boot();
+        // The lane's median and CI (boots resampled when several).
+        if let Some(sum) = stats::summarize(&m.samples) {
+            if let Some((clo, chi)) = median_ci(m, &sum) {
+                let _ = write!(
+                    s,
+                    r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#fb8500" fill-opacity="0.16" stroke="#fb8500" stroke-opacity="0.5"><title>95% CI of the median: [{clo:.3}, {chi:.3}]</title></rect>"##,
+                    x(clo),
+                    y0 - 3.0,
+                    (x(chi) - x(clo)).max(1.0),
+                    lane_h + 6.0
+                );
+            }
+            let mx = x(sum.median);
+            let _ = write!(
+                s,
+                r##"<line x1="{mx:.1}" y1="{:.1}" x2="{mx:.1}" y2="{:.1}" stroke="#c2410c" stroke-width="2.5"><title>median {:.3}</title></line>"##,
+                y0 - 3.0,
+                y0 + lane_h + 3.0,
+                sum.median
+            );
+        }
+        let (name, detail) = label.split_once('\n').unwrap_or((label, ""));
+        let _ = write!(
+            s,
+            r##"<text x="8" y="{:.1}" font-weight="600" fill="#1d2126">{}</text><text x="8" y="{:.1}" fill="#57606a">{}</text>"##,
+            y0 + 13.0,
+            esc(name),
+            y0 + 29.0,
+            esc(detail)
+        );
+        for (b, samples) in boots.iter().enumerate() {
+            let cy = y0 + ROW * (b as f64 + 0.5);
+            let colour = BOOT_COLOURS[b % BOOT_COLOURS.len()];
+            if boots.len() > 1 {
+                let _ = write!(
+                    s,
+                    r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">boot {} (n={})</text>"##,
+                    LEFT - 8.0,
+                    cy + 4.0,
+                    b + 1,
+                    samples.len()
+                );
+            } else {
+                let _ = write!(
+                    s,
+                    r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">n={}</text>"##,
+                    LEFT - 8.0,
+                    cy + 4.0,
+                    samples.len()
+                );
+            }
+            for v in samples.iter().filter(|v| v.is_finite()) {
+                let _ = write!(
+                    s,
+                    r##"<circle cx="{:.1}" cy="{:.1}" r="2.4" fill="{colour}" fill-opacity="0.5"/>"##,
+                    x(*v),
+                    cy + jitter(k) * ROW * 0.3
+                );
+                k += 1;
+            }
+            if !samples.is_empty() {
+                let bx = x(stats::median(samples));
+                let _ = write!(
+                    s,
+                    r##"<line x1="{bx:.1}" y1="{:.1}" x2="{bx:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2"/>"##,
+                    cy - ROW * 0.42,
+                    cy + ROW * 0.42
+                );
+            }
+        }
+        y0 += lane_h + GAP;
+    }
+    s += "</svg>";
+    s
+}
+
+/// A comparison's change and CI against zero and +-min effect.
+fn interval_svg(c: &Comparison, span: f64) -> String {
+    const W: f64 = 130.0;
+    let x = |v: f64| W / 2.0 + v.clamp(-span, span) / span * (W / 2.0 - 6.0);
+    let colour = match c.verdict.as_str() {
+        "improved" => "#1a7f37",
+        "regressed" => "#cf222e",
+        "no-change" => "#0969da",
+        _ => "#9a6700",
+    };
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="18" viewBox="0 0 {W} 18"><rect x="{:.1}" y="2" width="{:.1}" height="14" fill="#eaeef2"/><line x1="{:.1}" y1="0" x2="{:.1}" y2="18" stroke="#57606a"/><line x1="{:.1}" y1="9" x2="{:.1}" y2="9" stroke="{colour}" stroke-width="3"/><circle cx="{:.1}" cy="9" r="4" fill="{colour}"/><title>change {:+.1}%, 95% CI [{:+.1}%, {:+.1}%]; shaded: within ±{}%</title></svg>"##,
+        x(-c.min_effect_pct),
+        x(c.min_effect_pct) - x(-c.min_effect_pct),
+        x(0.0),
+        x(0.0),
+        x(c.ci95_lo),
+        x(c.ci95_hi),
+        x(c.pct_change),
+        c.pct_change,
+        c.ci95_lo,
+        c.ci95_hi,
+        c.min_effect_pct
+    )
+}
+
+fn comparison_sentence(c: &Comparison) -> String {
+    let against = match c.kind {
+        ComparisonKind::Variants => format!("{} vs {}", c.new_cell, c.base_cell),
+        ComparisonKind::Within => {
+            format!("{} vs {} in {}", c.new_metric, c.base_metric, c.new_cell)
+        }
+    };
+    format!(
+        "{} {}: median {:.3} → {:.3} {} ({:+.1}%, 95% CI [{:+.1}%, {:+.1}%], p={:.4})",
+        verdict(c),
+        esc(&against),
+        c.median_base,
+        c.median_new,
+        esc(&c.unit),
+        c.pct_change,
+        c.ci95_lo,
+        c.ci95_hi,
+        c.p_value
+    )
+}
+
+fn group_of(c: &CellResult) -> String {
+    format!("{}/*/{}/{}", c.kernel, c.arch, c.config)
+}
+
+pub fn html(run: &Run) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>kmatrix run {}</title><style>{STYLE}</style></head><body>",
+        esc(&run.started)
+    );
+    let n_bad = run.cells.iter().filter(|c| !c.as_expected).count();
+    let _ = write!(
+        s,
+        "<h1>kmatrix run {}</h1><p class=meta>{} cells, {} not as expected; {} comparisons. Host {} ({} CPUs, {}), {}; matrix {}.</p>",
+        esc(&run.started),
+        run.cells.len(),
+        n_bad,
+        run.comparisons.len(),
+        esc(&run.host.hostname),
+        run.host.cpus,
+        esc(&run.host.kernel),
+        esc(&run.host.qemu),
+        esc(&run.matrix)
+    );
+
+    // Cells x tests.
+    let mut tests: Vec<&str> = Vec::new();
+    for c in &run.cells {
+        for t in &c.tests {
+            if !tests.contains(&t.name.as_str()) {
+                tests.push(&t.name);
+            }
+        }
+    }
+    s += "<h2>Cells</h2><table><tr><th>cell</th><th>outcome</th><th>as expected</th><th>accel</th>";
+    for t in &tests {
+        let _ = write!(s, "<th>{}</th>", esc(t));
+    }
+    s += "<th>build</th><th>boot (wall)</th></tr>";
+    for c in &run.cells {
+        let _ = write!(
+            s,
+            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            if c.as_expected { "" } else { " class=bad" },
+            esc(&c.id),
+            outcome(c.outcome),
+            if c.as_expected {
+                "yes".to_string()
+            } else {
+                "<span class=no>NO</span>".to_string()
+            },
+            esc(&c.accel)
+        );
+        for t in &tests {
+            let v = c
+                .tests
+                .iter()
+                .find(|x| x.name == *t)
+                .map_or("-".to_string(), test_cell);
+            let _ = write!(s, "<td>{v}</td>");
+        }
+        let build = if c.timings.build_cached {
+            "cached".to_string()
+        } else {
+            format!("{:.0}s", c.timings.build_s)
+        };
+        let _ = write!(
+            s,
+            "<td class=num>{build}</td><td class=num>{:.1}s</td></tr>",
+            c.timings.boot_s
+        );
+    }
+    s += "</table>";
+
+    // Comparisons.
+    if !run.comparisons.is_empty() {
+        let span = run
+            .comparisons
+            .iter()
+            .map(|c| {
+                c.ci95_lo
+                    .abs()
+                    .max(c.ci95_hi.abs())
+                    .max(c.min_effect_pct * 2.0)
+            })
+            .fold(10.0f64, f64::max)
+            .min(100.0);
+        let _ = write!(
+            s,
+            "<h2>Comparisons</h2><p class=meta>Change of the median, new vs base, with the bootstrap 95% CI (boots resampled when several); the shaded band is ±min_effect_pct, the axis spans ±{span:.0}%.</p><table><tr><th>new cell</th><th>metric</th><th>vs base</th><th>verdict</th><th>median base → new</th><th>change [95% CI]</th><th></th><th>p (boots)</th></tr>"
+        );
+        for c in &run.comparisons {
+            let base = match c.kind {
+                ComparisonKind::Within => format!("{} (same cell)", c.base_metric),
+                ComparisonKind::Variants => c.base_cell.clone(),
+            };
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=num>{:.3} → {:.3} {}</td><td class=num>{:+.1}% [{:+.1}%, {:+.1}%]</td><td>{}</td><td class=num>{:.4}<br><span class=meta>{} vs {}</span></td></tr>",
+                esc(&c.new_cell),
+                esc(&c.new_metric),
+                esc(&base),
+                verdict(c),
+                c.median_base,
+                c.median_new,
+                esc(&c.unit),
+                c.pct_change,
+                c.ci95_lo,
+                c.ci95_hi,
+                interval_svg(c, span),
+                c.p_value,
+                c.boots_base,
+                c.boots_new,
+            );
+        }
+        s += "</table>";
+    }
+
+    // Metrics: one plot per kernel/arch/config and metric, variants side by side.
+    let mut groups: Vec<(String, String)> = Vec::new();
+    for c in &run.cells {
+        for m in &c.metrics {
+            let key = (group_of(c), m.name.clone());
+            if !groups.contains(&key) {
+                groups.push(key);
+            }
+        }
+    }
+    if !groups.is_empty() {
+        s += "<h2>Metrics</h2><p class=meta>Every sample is a dot, one row per boot (colour = boot, tick = that boot's median); the orange line is the median of all samples and the band its 95% CI (resampling boots, then samples).</p>";
+    }
+    for (group, name) in &groups {
+        let members: Vec<(&CellResult, &Metric)> = run
+            .cells
+            .iter()
+            .filter(|c| &group_of(c) == group)
+            .filter_map(|c| c.metrics.iter().find(|m| &m.name == name).map(|m| (c, m)))
+            .collect();
+        let _ = write!(s, "<h3>{} — {}</h3>", esc(name), esc(group));
+        let lanes: Vec<(String, &Metric)> = members
+            .iter()
+            .filter(|(_, m)| m.skip.is_none() && !m.samples.is_empty())
+            .map(|(c, m)| {
+                let sum = stats::summarize(&m.samples);
+                let med = sum.as_ref().map_or(String::new(), |x| {
+                    let half = ci_half_pct(median_ci(m, x), x.median)
+                        .map_or(String::new(), |h| format!(" ±{h:.1}%"));
+                    format!("median {:.1}{half}", x.median)
+                });
+                (format!("{}\n{med}", c.variant), *m)
+            })
+            .collect();
+        for (c, m) in &members {
+            if let Some(why) = &m.skip {
+                let _ = write!(
+                    s,
+                    "<p class=meta>{}: skipped: {}</p>",
+                    esc(&c.variant),
+                    esc(why)
+                );
+            }
+        }
+        s += &strip_svg(&lanes);
+        let related: Vec<&Comparison> = run
+            .comparisons
+            .iter()
+            .filter(|c| {
+                (c.new_metric == *name || c.base_metric == *name)
+                    && members.iter().any(|(m, _)| m.id == c.new_cell)
+            })
+            .collect();
+        if !related.is_empty() {
+            s += "<ul class=verdicts>";
+            for c in related {
+                let _ = write!(s, "<li>{}</li>", comparison_sentence(c));
+            }
+            s += "</ul>";
+        }
+    }
+
+    // Not as expected.
+    let bad: Vec<&CellResult> = run.cells.iter().filter(|c| !c.as_expected).collect();
+    if !bad.is_empty() {
+        s += "<h2>Not as expected</h2>";
+        for c in bad {
+            let _ = write!(s, "<h3>{} {}</h3><ul>", esc(&c.id), outcome(c.outcome));
+            for m in &c.mismatches {
+                let _ = write!(s, "<li>{}</li>", esc(m));
+            }
+            s += "</ul>";
+            for e in &c.evidence {
+                let path = e.path.as_ref().map_or(String::new(), |p| {
+                    format!(" ({})", esc(&p.display().to_string()))
+                });
+                let _ = write!(s, "<p>{}{path}</p>", esc(&e.what));
+                if !e.excerpt.is_empty() {
+                    let _ = write!(s, "<pre>{}</pre>", esc(&e.excerpt));
+                }
+            }
+            if !c.reproduce.xtask.is_empty() {
+                let _ = write!(
+                    s,
+                    "<p>Reproduce: <code>{}</code></p>",
+                    esc(&c.reproduce.xtask)
+                );
+            }
+        }
+    }
+    s += "</body></html>\n";
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(ticks(0.0, 10.0), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        let t = ticks(123.4, 389.0);
+        assert_eq!(t.first(), Some(&150.0));
+        assert_eq!(t.last(), Some(&350.0));
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(
+            esc(r#"<a href="x">&'"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    #[test]
+    fn every_sample_is_a_dot() {
+        let m = Metric {
+            name: "b.x".into(),
+            unit: "us/op".into(),
+            samples: vec![1.0, 2.0, 3.0, 4.0, 5.0],
+            skip: None,
+            target_ci_pct: None,
+            boot_sizes: vec![2, 3],
+        };
+        let svg = strip_svg(&[("base".into(), &m), ("new".into(), &m)]);
+        assert_eq!(svg.matches("<circle").count(), 10);
+        assert_eq!(svg.matches(">boot 2 (n=3)<").count(), 2);
+    }
+}

@@ -1,0 +1,356 @@
+//! KCIDB JSON (the KernelCI database's submission schema, v5.3 as
+//! `kcidb-io` 141 validates it) of a run. Pure: a `Run` and the patch sets
+//! in, a JSON value out.
+//!
+//! Mapping: one checkout per kernel/variant (the series as `patchset_files`
+//! and `patchset_hash`; base has none), one build per cell, and tests per
+//! cell: `boot` (did the kernel boot and run its tests), one per test, one
+//! per case (`test.case`), and one per metric with status `DONE`, the
+//! median as `number` and the samples, CI and comparison verdicts in
+//! `misc`. A skipped metric is `SKIP`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::schema::{CellResult, Comparison, Outcome, Run};
+
+pub const ORIGIN: &str = "kmatrix";
+
+/// A series as KCIDB names it: patch files (name, URL) in order and the hash.
+#[derive(Debug, Clone, Default)]
+pub struct Patchset {
+    pub files: Vec<(String, String)>,
+    pub hash: String,
+}
+
+/// KCIDB's patchset hash: sha256 over the newline-terminated hex sha256 of
+/// each patch, in order (`sha256sum *.patch | cut -c-64 | sha256sum`).
+pub fn patchset_hash(patches: &[&[u8]]) -> String {
+    if patches.is_empty() {
+        return String::new();
+    }
+    let mut outer = Sha256::new();
+    for p in patches {
+        outer.update(format!("{:x}\n", Sha256::digest(p)));
+    }
+    format!("{:x}", outer.finalize())
+}
+
+/// `20261130-172344` (results.json's `started`) as RFC 3339.
+pub fn rfc3339(started: &str) -> Option<String> {
+    let b = started.as_bytes();
+    if b.len() != 15
+        || b[8] != b'-'
+        || !started
+            .chars()
+            .filter(|c| *c != '-')
+            .all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let s = |a: usize, z: usize| &started[a..z];
+    Some(format!(
+        "{}-{}-{}T{}:{}:{}+00:00",
+        s(0, 4),
+        s(4, 6),
+        s(6, 8),
+        s(9, 11),
+        s(11, 13),
+        s(13, 15)
+    ))
+}
+
+/// A KCIDB test path component: `[a-zA-Z0-9_-]+`, anything else becomes `_`.
+fn component(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() {
+        "_".into()
+    } else {
+        s
+    }
+}
+
+/// A dotted path whose components are each made valid.
+fn path(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .flat_map(|p| p.split('.'))
+        .map(component)
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+fn status(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass | Outcome::Flaky => "PASS",
+        Outcome::Fail | Outcome::Crash => "FAIL",
+        Outcome::Skip => "SKIP",
+        Outcome::Timeout => "ERROR",
+        Outcome::InfraError => "MISS",
+        Outcome::BuildError | Outcome::ApplyError | Outcome::ConfigError => "MISS",
+    }
+}
+
+fn file_url(p: &std::path::Path) -> String {
+    format!("file://{}", p.display()).replace(' ', "%20")
+}
+
+fn build_status(c: &CellResult) -> &'static str {
+    match c.outcome {
+        Outcome::BuildError | Outcome::ConfigError => "FAIL",
+        Outcome::ApplyError => "MISS",
+        _ => "PASS",
+    }
+}
+
+fn boot_status(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass | Outcome::Fail | Outcome::Flaky | Outcome::Skip => "PASS",
+        Outcome::Crash => "FAIL",
+        Outcome::Timeout => "ERROR",
+        _ => "MISS",
+    }
+}
+
+fn verdicts(cs: &[Comparison], cell: &str, metric: &str) -> Vec<Value> {
+    cs.iter()
+        .filter(|c| c.new_cell == cell && c.new_metric == metric)
+        .map(|c| {
+            json!({
+                "kind": c.kind.as_str(),
+                "base_cell": c.base_cell,
+                "base_metric": c.base_metric,
+                "pct_change": c.pct_change,
+                "ci95": [c.ci95_lo, c.ci95_hi],
+                "p_value": c.p_value,
+                "p_test": c.p_test,
+                "verdict": c.verdict.as_str(),
+            })
+        })
+        .collect()
+}
+
+fn test(
+    id: &str,
+    build_id: &str,
+    path: String,
+    status: &str,
+    start: &Option<String>,
+) -> Map<String, Value> {
+    let mut t = Map::new();
+    t.insert("id".into(), json!(format!("{id}:{path}")));
+    t.insert("build_id".into(), json!(build_id));
+    t.insert("origin".into(), json!(ORIGIN));
+    t.insert("path".into(), json!(path));
+    t.insert("status".into(), json!(status));
+    if let Some(s) = start {
+        t.insert("start_time".into(), json!(s));
+    }
+    t
+}
+
+/// The KCIDB document. `patchsets` maps a variant (series name) to its
+/// patch set; a variant without one (base) has an empty patch set.
+pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>) -> Value {
+    let start = rfc3339(&run.started);
+    let run_id = format!("{ORIGIN}:{}", run.started);
+    let mut checkouts: Vec<Value> = Vec::new();
+    let mut builds = Vec::new();
+    let mut tests = Vec::new();
+    for c in &run.cells {
+        let checkout_id = format!("{run_id}/{}/{}", c.kernel, c.variant);
+        if !checkouts.iter().any(|x| x["id"] == checkout_id.as_str()) {
+            let ps = patchsets.get(&c.variant).cloned().unwrap_or_default();
+            let mut co = json!({
+                "id": checkout_id,
+                "origin": ORIGIN,
+                "tree_name": c.kernel,
+                "patchset_files": ps.files.iter().map(|(n, u)| json!({"name": n, "url": u})).collect::<Vec<_>>(),
+                "patchset_hash": ps.hash,
+                "comment": format!("kernel {} with {}", c.kernel, if c.variant == "base" { "no series".to_string() } else { format!("series {}", c.variant) }),
+                "valid": c.outcome != Outcome::ApplyError,
+                "misc": {"variant": c.variant, "matrix": run.matrix},
+            });
+            if let Some(s) = &start {
+                co["start_time"] = json!(s);
+            }
+            checkouts.push(co);
+        }
+        let build_id = format!("{run_id}/{}", c.id);
+        let mut b = json!({
+            "id": build_id,
+            "checkout_id": checkout_id,
+            "origin": ORIGIN,
+            "architecture": c.arch,
+            "config_name": c.config,
+            "status": build_status(c),
+            "duration": c.timings.config_s + c.timings.build_s,
+            "misc": {
+                "cell": c.id,
+                "build_key": c.build_key,
+                "build_cached": c.timings.build_cached,
+                "build_incremental": c.timings.build_incremental,
+            },
+        });
+        if !c.reproduce.make.is_empty() {
+            b["command"] = json!(c.reproduce.make.join(" && "));
+        }
+        if let Some(p) = &c.logs.build {
+            b["log_url"] = json!(file_url(p));
+        }
+        if let Some(s) = &start {
+            b["start_time"] = json!(s);
+        }
+        builds.push(b);
+        if matches!(
+            c.outcome,
+            Outcome::BuildError | Outcome::ApplyError | Outcome::ConfigError
+        ) {
+            continue;
+        }
+        let env = json!({
+            "comment": format!("QEMU {} ({}), host {}", c.accel, c.arch, run.host.hostname),
+            "misc": {"accel": c.accel, "accel_reason": c.accel_reason, "kvm_given_up": c.kvm_given_up, "qemu": run.host.qemu},
+        });
+        let mut boot = test(
+            &build_id,
+            &build_id,
+            "boot".into(),
+            boot_status(c.outcome),
+            &start,
+        );
+        boot.insert("environment".into(), env.clone());
+        boot.insert("duration".into(), json!(c.timings.boot_s));
+        boot.insert(
+            "misc".into(),
+            json!({"outcome": c.outcome.as_str(), "as_expected": c.as_expected, "mismatches": c.mismatches}),
+        );
+        if let Some(e) = c.evidence.first() {
+            boot.insert(
+                "log_excerpt".into(),
+                json!(e.excerpt.chars().take(16 * 1024).collect::<String>()),
+            );
+        }
+        if let Some(p) = &c.logs.console {
+            boot.insert("log_url".into(), json!(file_url(p)));
+        }
+        tests.push(Value::Object(boot));
+        for t in &c.tests {
+            let mut x = test(
+                &build_id,
+                &build_id,
+                path(&[&t.name]),
+                status(t.outcome),
+                &start,
+            );
+            x.insert("environment".into(), env.clone());
+            if let Some(d) = t.duration_s {
+                x.insert("duration".into(), json!(d.max(0.0)));
+            }
+            if let Some(r) = &t.reason {
+                x.insert("comment".into(), json!(r));
+            }
+            x.insert("misc".into(), json!({"outcome": t.outcome.as_str()}));
+            tests.push(Value::Object(x));
+            for k in &t.cases {
+                let mut x = test(
+                    &build_id,
+                    &build_id,
+                    path(&[&t.name, &k.name]),
+                    status(k.outcome),
+                    &start,
+                );
+                x.insert("environment".into(), env.clone());
+                if let Some(r) = &k.reason {
+                    x.insert("comment".into(), json!(r));
+                }
+                x.insert(
+                    "misc".into(),
+                    json!({"outcome": k.outcome.as_str(), "name": k.name}),
+                );
+                tests.push(Value::Object(x));
+            }
+        }
+        for m in &c.metrics {
+            let p = path(&["metric", &m.name]);
+            if let Some(why) = &m.skip {
+                let mut x = test(&build_id, &build_id, p, "SKIP", &start);
+                x.insert("comment".into(), json!(why));
+                tests.push(Value::Object(x));
+                continue;
+            }
+            let Some(s) = crate::report::stats::summarize(&m.samples) else {
+                continue;
+            };
+            let ci = crate::report::markdown::median_ci(m, &s);
+            let mut x = test(&build_id, &build_id, p, "DONE", &start);
+            x.insert("environment".into(), env.clone());
+            let mut number = json!({"value": s.median});
+            if !m.unit.is_empty() {
+                number["unit"] = json!(m.unit);
+            }
+            x.insert("number".into(), number);
+            x.insert(
+                "misc".into(),
+                json!({
+                    "metric": m.name,
+                    "n": s.n,
+                    "median_ci95": ci.map(|(lo, hi)| [lo, hi]),
+                    "cv": s.cv,
+                    "target_ci_pct": m.target_ci_pct,
+                    "boot_sizes": m.boot_sizes,
+                    "samples": m.samples,
+                    "comparisons": verdicts(&run.comparisons, &c.id, &m.name),
+                }),
+            );
+            tests.push(Value::Object(x));
+        }
+    }
+    json!({
+        "version": {"major": 5, "minor": 3},
+        "checkouts": checkouts,
+        "builds": builds,
+        "tests": tests,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema's own recipe, run by hand on two one-byte patches:
+    /// `sha256sum a.patch b.patch | cut -c-64 | sha256sum | cut -c-64`.
+    #[test]
+    fn patchset_hash_is_the_hash_of_the_hash_lines() {
+        assert_eq!(
+            patchset_hash(&[b"a", b"b"]),
+            "bf75fafab8e46555836b92f1b04106b795a9ed36bd39b351f103b28819895f33"
+        );
+        assert_eq!(patchset_hash(&[]), "");
+    }
+
+    #[test]
+    fn paths_and_times_fit_the_schema_patterns() {
+        assert_eq!(
+            path(&["seccomp_bpf", "global.user notif/x"]),
+            "seccomp_bpf.global.user_notif_x"
+        );
+        assert_eq!(path(&["t", ""]), "t._");
+        assert_eq!(
+            rfc3339("20261130-172344").as_deref(),
+            Some("2026-11-30T17:23:44+00:00")
+        );
+        assert_eq!(rfc3339("t"), None);
+    }
+}
