@@ -92,6 +92,7 @@ fn run_logged(cmd: Command, log: &Path, what: &str) -> Result<()> {
 pub fn configure(
     cache: &Cache,
     tree: &Path,
+    checkout: &dyn Fn() -> Result<()>,
     tree_id: &str,
     arch: Arch,
     req: &ConfigRequest,
@@ -124,6 +125,7 @@ pub fn configure(
     let config = dir.join(".config");
     let cached = config.exists();
     if !cached {
+        checkout()?;
         // A scratch O= dir: the persistent build dir only ever receives a
         // finished .config, and only when it differs.
         let work = cache.dir(&["config", &format!("{key}.work")]);
@@ -217,6 +219,11 @@ pub enum BuildOutcome {
 pub struct BuildJob<'a> {
     pub cache: &'a Cache,
     pub tree: &'a Path,
+    /// Puts `tree` at the variant's commit; called only when make runs. A
+    /// cached image leaves the tree alone: switching it through another
+    /// variant and back would give unchanged headers new mtimes, and the
+    /// next real build would recompile everything that includes them.
+    pub checkout: &'a dyn Fn() -> Result<()>,
     pub kernel_id: &'a str,
     pub arch: Arch,
     pub config: &'a Path,
@@ -302,6 +309,7 @@ pub fn build(
             make_cmd,
         }));
     }
+    (job.checkout)()?;
     std::fs::create_dir_all(&job.build_dir)?;
     let incremental = job.build_dir.join("vmlinux").exists();
     // Only a changed .config is copied in: an identical one keeps its mtime.

@@ -749,6 +749,11 @@ pub fn kernel_tree_id(repo: &Path, commit: &str) -> Result<String> {
         .finish())
 }
 
+/// A file's content at `commit` (None when it has none there).
+pub fn read_at(repo: &Path, commit: &str, path: &str) -> Option<String> {
+    git_ok(repo, &["show", &format!("{commit}:{path}")], "git show").ok()
+}
+
 /// Identity of one subdirectory's content (e.g. a selftest dir).
 pub fn subtree_id(tree: &Path, sub: &str) -> Result<String> {
     run_ok(

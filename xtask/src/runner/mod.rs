@@ -286,7 +286,17 @@ fn prepare(
         },
         _ => commit.clone(),
     };
-    let tree = trees.checkout_build(&commit)?.to_path_buf();
+    // The build tree is switched to this commit only when something is
+    // built from it (a config or a kernel not in the cache).
+    let tree = trees.build.clone();
+    let switched = std::cell::Cell::new(false);
+    let checkout = || -> Result<()> {
+        if !switched.get() {
+            trees.checkout_build(&commit)?;
+            switched.set(true);
+        }
+        Ok(())
+    };
     let kernel_id = source::kernel_tree_id(&trees.repo, &commit)?;
     r.timings.source_s = t.elapsed().as_secs_f64();
 
@@ -312,7 +322,9 @@ fn prepare(
         let spec = &ctx.matrix.test[tname];
         if spec.kind == TestKind::Kselftest {
             let rel = format!("{}/config", spec.dir.as_deref().unwrap_or_default());
-            if let Ok(text) = std::fs::read_to_string(tree.join(&rel)) {
+            // From the commit, not the build tree: that is switched only
+            // when something is built.
+            if let Some(text) = source::read_at(&trees.repo, &commit, &rel) {
                 for l in text
                     .lines()
                     .filter(|l| crate::plan::matrix::parse_config_line(l).is_some())
@@ -328,8 +340,15 @@ fn prepare(
     }
     let config_log = dir.join("config.log");
     r.logs.config = Some(config_log.clone());
-    let config = match kbuild::configure(ctx.cache, &tree, &kernel_id, cell.arch, &req, &config_log)
-    {
+    let config = match kbuild::configure(
+        ctx.cache,
+        &tree,
+        &checkout,
+        &kernel_id,
+        cell.arch,
+        &req,
+        &config_log,
+    ) {
         Ok(ConfigOutcome::Ok { config, cached }) => {
             if cached {
                 ev.detail("config: cached");
@@ -377,6 +396,7 @@ fn prepare(
     let job = kbuild::BuildJob {
         cache: ctx.cache,
         tree: &tree,
+        checkout: &checkout,
         kernel_id: &kernel_id,
         arch: cell.arch,
         config: &config,
