@@ -221,23 +221,17 @@ impl PredicateArgs {
     }
 }
 
+/// What every step of `bisect` and `bisect-step` is run with.
 #[derive(Args, Clone, Debug, Default)]
-pub struct BisectArgs {
+pub struct StepOpts {
     #[arg(long, default_value = "matrix.toml")]
     pub matrix: PathBuf,
-    /// The kernel of the matrix (when it has several).
-    #[arg(long)]
-    pub kernel: Option<String>,
     /// The arch (when the matrix has several).
     #[arg(long)]
     pub arch: Option<String>,
     /// The config (when the matrix has several).
     #[arg(long)]
     pub config: Option<String>,
-    #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub pred: PredicateArgs,
     /// Boots per step (default: 1 for a test predicate, run.boots for a metric).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub boots: Option<u32>,
@@ -245,18 +239,31 @@ pub struct BisectArgs {
     /// twice the boots, up to this many; then it is skipped as unclear.
     #[arg(long, default_value_t = 12)]
     pub max_boots: u32,
-    /// Run directory (default results/bisect-<timestamp>).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Continue the bisect in DIR (its arguments are read from DIR/bisect.json).
-    #[arg(long, value_name = "DIR", conflicts_with = "out")]
-    pub resume: Option<PathBuf>,
     #[arg(long)]
     pub no_setup: bool,
     #[arg(long)]
     pub no_wait: bool,
     #[arg(long)]
     pub cell_timeout: Option<u64>,
+}
+
+#[derive(Args, Clone, Debug, Default)]
+pub struct BisectArgs {
+    #[command(flatten)]
+    pub opts: StepOpts,
+    /// The kernel of the matrix (when it has several).
+    #[arg(long)]
+    pub kernel: Option<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub pred: PredicateArgs,
+    /// Run directory (default results/bisect-<timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue the bisect in DIR (its arguments are read from DIR/bisect.json).
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
 }
 
 /// One judged step of a bisect.
@@ -484,18 +491,21 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
         };
         a = BisectArgs {
             resume: Some(dir),
-            no_wait: a.no_wait,
-            no_setup: a.no_setup,
+            opts: StepOpts {
+                no_wait: a.opts.no_wait,
+                no_setup: a.opts.no_setup,
+                ..b.opts
+            },
             ..b
         };
         argv = stored;
         cwd = stored_cwd;
     }
-    let mut m = crate::load_matrix(&cwd.join(&a.matrix))?;
-    if !a.no_setup {
+    let mut m = crate::load_matrix(&cwd.join(&a.opts.matrix))?;
+    if !a.opts.no_setup {
         setup::ensure(&crate::debian_packages(&m))?;
     }
-    let cache = cache::Cache::open(cache::default_root(), !a.no_wait)?;
+    let cache = cache::Cache::open(cache::default_root(), !a.opts.no_wait)?;
     let kernel = match apply_sources(&mut m, &a.source, &cwd, &cache, a.kernel.as_deref())? {
         Some(k) => k,
         None => variants::pick_kernel(&m, a.kernel.as_deref())?,
@@ -508,12 +518,12 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
     variants::prefixes(&mut m, &kernel, &sname, n);
     let arch = pick_one(
         "arch",
-        a.arch.as_deref(),
+        a.opts.arch.as_deref(),
         m.run.arches.iter().map(|x| x.get_ref().clone()).collect(),
     )?;
     let config = pick_one(
         "config",
-        a.config.as_deref(),
+        a.opts.config.as_deref(),
         m.run.configs.iter().map(|x| x.get_ref().clone()).collect(),
     )?;
     let pred = a.pred.predicate(&m)?;
@@ -526,7 +536,7 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
     let tests = pred
         .tests()
         .unwrap_or_else(|| m.run.tests.iter().map(|t| t.get_ref().clone()).collect());
-    let boots = a.boots.unwrap_or(match pred {
+    let boots = a.opts.boots.unwrap_or(match pred {
         Predicate::Threshold { .. } | Predicate::Regression { .. } => m.run.boots,
         _ => 1,
     });
@@ -573,7 +583,7 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
         }
     };
     let mut run = load_run(&results_path)?;
-    run.matrix = a.matrix.display().to_string();
+    run.matrix = a.opts.matrix.display().to_string();
 
     let ui = ui::Ui::new();
     ui.println(&format!(
@@ -588,7 +598,7 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
         ));
     }
     let mut ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, run_dir.clone());
-    ctx.cell_timeout_s = a.cell_timeout;
+    ctx.cell_timeout_s = a.opts.cell_timeout;
     let cell_for = |k: usize| Cell {
         kernel: kernel.clone(),
         variant: variants::prefix_name(&sname, k),
@@ -622,7 +632,7 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
                     &pred,
                     base.as_ref(),
                     boots,
-                    a.max_boots,
+                    a.opts.max_boots,
                     &cu,
                 );
                 if signals::interrupted() {
@@ -820,44 +830,30 @@ pub struct StepArgs {
     /// once and kept in the state directory).
     #[arg(long, value_name = "REV")]
     pub good: Option<String>,
-    #[arg(long, default_value = "matrix.toml")]
-    pub matrix: PathBuf,
-    #[arg(long)]
-    pub arch: Option<String>,
-    #[arg(long)]
-    pub config: Option<String>,
+    #[command(flatten)]
+    pub opts: StepOpts,
     #[command(flatten)]
     pub pred: PredicateArgs,
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
-    pub boots: Option<u32>,
-    #[arg(long, default_value_t = 12)]
-    pub max_boots: u32,
     /// Where the steps' results and log go (default
     /// results/bisect-step/<tree name>).
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
-    #[arg(long)]
-    pub no_setup: bool,
-    #[arg(long)]
-    pub no_wait: bool,
-    #[arg(long)]
-    pub cell_timeout: Option<u64>,
 }
 
 /// `cargo xtask bisect-step`: judge the checked-out commit of --tree.
 pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
     let tree = absolute(cwd, a.tree.as_deref().unwrap_or(Path::new(".")), "--tree")?;
     let head = source::resolve_rev(&tree, "HEAD")?;
-    let template = crate::load_matrix(&cwd.join(&a.matrix))
-        .or_else(|_| crate::load_matrix(&root.join(&a.matrix)))?;
-    if !a.no_setup {
+    let template = crate::load_matrix(&cwd.join(&a.opts.matrix))
+        .or_else(|_| crate::load_matrix(&root.join(&a.opts.matrix)))?;
+    if !a.opts.no_setup {
         setup::ensure(&crate::debian_packages(&template))?;
     }
-    let cache = cache::Cache::open(cache::default_root(), !a.no_wait)?;
+    let cache = cache::Cache::open(cache::default_root(), !a.opts.no_wait)?;
     let name = variants::name_of(&tree);
     let arch = pick_one(
         "arch",
-        a.arch.as_deref(),
+        a.opts.arch.as_deref(),
         template
             .run
             .arches
@@ -867,7 +863,7 @@ pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
     )?;
     let config = pick_one(
         "config",
-        a.config.as_deref(),
+        a.opts.config.as_deref(),
         template
             .run
             .configs
@@ -884,7 +880,7 @@ pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
             .map(|t| t.get_ref().clone())
             .collect()
     });
-    let boots = a.boots.unwrap_or(match pred {
+    let boots = a.opts.boots.unwrap_or(match pred {
         Predicate::Threshold { .. } | Predicate::Regression { .. } => template.run.boots,
         _ => 1,
     });
@@ -899,13 +895,13 @@ pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
                         base: Option<&CellResult>,
                         label: &str|
      -> Result<(CellResult, Verdict, u32)> {
-        let mut m = crate::load_matrix(&cwd.join(&a.matrix))
-            .or_else(|_| crate::load_matrix(&root.join(&a.matrix)))?;
+        let mut m = crate::load_matrix(&cwd.join(&a.opts.matrix))
+            .or_else(|_| crate::load_matrix(&root.join(&a.opts.matrix)))?;
         variants::use_tree(&mut m, &name, &tree, commit);
         m.expect.clear();
         let dir = state.join(format!("{}-{label}", &commit[..12]));
         let mut ctx = runner::Ctx::new(&m, root.to_path_buf(), &cache, dir);
-        ctx.cell_timeout_s = a.cell_timeout;
+        ctx.cell_timeout_s = a.opts.cell_timeout;
         let cell = Cell {
             kernel: name.clone(),
             variant: "base".into(),
@@ -914,7 +910,8 @@ pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
             tests: tests.clone(),
         };
         let cu = ui.cell(1, 1, &format!("{} at {}", cell.id(), &commit[..12]));
-        let (mut r, v, used) = run_judged(&mut ctx, &cell, &pred, base, boots, a.max_boots, &cu);
+        let (mut r, v, used) =
+            run_judged(&mut ctx, &cell, &pred, base, boots, a.opts.max_boots, &cu);
         cu.finish(&format!("{v:?}"));
         r.id = format!("{}@{}", r.id, &commit[..12]);
         Ok((r, v, used))

@@ -217,11 +217,8 @@ pub fn judge(
             };
             let boots = m.by_boot();
             let med = stats::median(&m.samples);
-            let ci = if boots.len() > 1 {
-                stats::median_ci_boots(&boots, 0.95, compare::RESAMPLES, compare::SEED)
-            } else {
-                stats::summarize(&m.samples).and_then(|s| s.median_ci)
-            };
+            let ci = stats::summarize(&m.samples)
+                .and_then(|s| crate::report::markdown::median_ci(m, &s));
             let Some((lo, hi)) = ci else {
                 return Verdict::Unclear(format!(
                     "{metric}: {} samples are too few for a CI",

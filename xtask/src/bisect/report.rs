@@ -7,7 +7,7 @@ use std::path::Path;
 use super::{Answer, BisectArgs, State};
 use crate::build::source::PatchInfo;
 use crate::plan::variants::prefix_name;
-use crate::report::{compare, stats};
+use crate::report::stats;
 use crate::schema::{CellResult, ComparisonKind, Outcome, Run};
 
 fn patch_line(i: usize, n: usize, p: &PatchInfo) -> String {
@@ -37,8 +37,8 @@ pub fn step_reproducer(
     tests: &[String],
 ) -> String {
     let mut s = String::from("cargo xtask matrix");
-    if a.matrix != Path::new("matrix.toml") {
-        s += &format!(" --matrix {}", a.matrix.display());
+    if a.opts.matrix != Path::new("matrix.toml") {
+        s += &format!(" --matrix {}", a.opts.matrix.display());
     }
     s += &a.source.flags();
     if let Some(kern) = &a.kernel {
@@ -53,7 +53,7 @@ pub fn step_reproducer(
         s += &format!(" --patches {k} --variant {series}");
     }
     s += &format!(" --arch {arch}");
-    if let Some(c) = &a.config {
+    if let Some(c) = &a.opts.config {
         s += &format!(" --config {c}");
     }
     for t in tests {
@@ -162,14 +162,9 @@ fn median_ci(c: &CellResult, metric: &str) -> Option<(f64, f64, f64, String)> {
     if m.skip.is_some() || m.samples.is_empty() {
         return None;
     }
-    let boots = m.by_boot();
-    let med = stats::median(&m.samples);
-    let ci = if boots.len() > 1 {
-        stats::median_ci_boots(&boots, 0.95, compare::RESAMPLES, compare::SEED)
-    } else {
-        stats::summarize(&m.samples).and_then(|s| s.median_ci)
-    };
-    let (lo, hi) = ci.unwrap_or((f64::NAN, f64::NAN));
+    let s = stats::summarize(&m.samples)?;
+    let med = s.median;
+    let (lo, hi) = crate::report::markdown::median_ci(m, &s).unwrap_or((f64::NAN, f64::NAN));
     Some((med, lo, hi, m.unit.clone()))
 }
 
@@ -314,6 +309,7 @@ pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInf
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::compare;
 
     /// The real default-matrix run, its series cells renamed as the one
     /// and only prefix of a one-patch sweep.
