@@ -125,6 +125,36 @@ fn bisect_names_the_patch_that_fails_a_case_and_goes_around_one_that_does_not_bu
         }
     }
     assert!(md.contains("First bad patch: 8/13"), "{md}");
+
+    // Interrupted after 3 steps (the state file cut back to them): --resume
+    // keeps those, runs only the rest, and reaches the same answer.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bisect-case");
+    let mut cut = state.clone();
+    let all = steps(&state);
+    cut["steps"] = Value::Array(cut["steps"].as_array().unwrap()[..3].to_vec());
+    cut["answer"] = Value::Null;
+    std::fs::write(
+        dir.join("bisect.json"),
+        serde_json::to_string(&cut).unwrap(),
+    )
+    .unwrap();
+    let st = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bisect", "--resume"])
+        .arg(&dir)
+        .current_dir(root())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0));
+    let resumed: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("bisect.json")).unwrap()).unwrap();
+    assert_eq!(steps(&resumed), all, "the resumed bisect took other steps");
+    for i in 0..3 {
+        assert_eq!(
+            resumed["steps"][i]["started"], state["steps"][i]["started"],
+            "step {i} was redone"
+        );
+    }
+    assert_eq!(resumed["answer"], state["answer"]);
 }
 
 #[test]

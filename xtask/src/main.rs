@@ -434,7 +434,7 @@ pub fn cmd_matrix(
         }
         let r = runner::run_cell_with_retries(&ctx, cell, a.retries, &cu);
         let t = &r.timings;
-        cu.finish(&format!(
+        let line = format!(
             "{}{} (source {:.1}s, config {:.1}s, build {}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s; {})",
             r.outcome,
             if r.as_expected { "" } else { " NOT AS EXPECTED" },
@@ -449,7 +449,17 @@ pub fn cmd_matrix(
             t.boot_s,
             t.guest_s,
             r.accel
-        ));
+        );
+        cu.finish(&line);
+        // One line per finished cell, kept with the run (a sweep's step log).
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(run_dir.join("run.log"))
+        {
+            use std::io::Write;
+            let _ = writeln!(f, "{} {} {line}", timestamp(), cell.id());
+        }
         if signals::interrupted() {
             // Whatever this cell shows was caused by the interruption.
             ui.println(&format!(
