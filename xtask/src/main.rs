@@ -451,15 +451,6 @@ pub fn cmd_matrix(
             r.accel
         );
         cu.finish(&line);
-        // One line per finished cell, kept with the run (a sweep's step log).
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(run_dir.join("run.log"))
-        {
-            use std::io::Write;
-            let _ = writeln!(f, "{} {} {line}", timestamp(), cell.id());
-        }
         if signals::interrupted() {
             // Whatever this cell shows was caused by the interruption.
             ui.println(&format!(
@@ -468,6 +459,15 @@ pub fn cmd_matrix(
                 run_dir.display()
             ));
             break;
+        }
+        // One line per finished cell, kept with the run (a sweep's step log).
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(run_dir.join("run.log"))
+        {
+            use std::io::Write;
+            let _ = writeln!(f, "{} {} {line}", timestamp(), cell.id());
         }
         run.upsert(r);
         run.comparisons = compare::compare(&run, &m);
