@@ -127,4 +127,230 @@ mod tests {
         assert_eq!(i.cases[1].outcome, Outcome::Skip);
         assert_eq!(i.errors, ["setup failed"]);
     }
+
+    // Issue 9's guest programs: their real stdout on the development host
+    // (x86_64, 2 vCPUs, not a guest), through the same `interpret`.
+
+    fn fixture(name: &str) -> String {
+        let path = format!("{}/../tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn metric<'a>(i: &'a Interpreted, name: &str) -> &'a Metric {
+        i.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no metric {name}"))
+    }
+
+    fn median(m: &Metric) -> f64 {
+        let mut x = m.samples.clone();
+        x.sort_by(f64::total_cmp);
+        let n = x.len();
+        assert!(n > 0, "{} has no samples", m.name);
+        if n % 2 == 1 {
+            x[n / 2]
+        } else {
+            (x[n / 2 - 1] + x[n / 2]) / 2.0
+        }
+    }
+
+    const RSEQ_METRICS: [&str; 5] = [
+        "rseq.counter.rseq",
+        "rseq.counter.atomic",
+        "rseq.cpu_id.rseq_area",
+        "rseq.cpu_id.sched_getcpu",
+        "rseq.cpu_id.getcpu_syscall",
+    ];
+
+    /// Five metrics in ns/op, one sample each per round (round-robin, so
+    /// equal counts), every one a passing case of the test `rseq`.
+    fn check_rseq_measured(i: &Interpreted, samples: usize) {
+        let names: Vec<&str> = i.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, RSEQ_METRICS);
+        for m in &i.metrics {
+            assert_eq!(m.unit, "ns/op", "{}", m.name);
+            assert_eq!(m.samples.len(), samples, "{}", m.name);
+            assert!(m.skip.is_none());
+            assert!(m.samples.iter().all(|&v| v > 0.0));
+        }
+        assert!(i.errors.is_empty(), "{:?}", i.errors);
+        assert_eq!(i.cases.len(), 5);
+        assert!(i.cases.iter().all(|c| c.outcome == Outcome::Pass));
+        // The merge's table, in order: rseq beats getcpu+atomic, and the
+        // rseq area beats the syscall by far.
+        let med = |n| median(metric(i, n));
+        assert!(med("rseq.counter.rseq") < med("rseq.counter.atomic"));
+        assert!(med("rseq.cpu_id.rseq_area") < med("rseq.cpu_id.sched_getcpu"));
+        assert!(med("rseq.cpu_id.rseq_area") * 10.0 < med("rseq.cpu_id.getcpu_syscall"));
+    }
+
+    #[test]
+    fn rseq_bench_glibc_registration() {
+        let i = Bench.interpret("rseq", &fixture("rseq_bench-host.results"), &Decl);
+        check_rseq_measured(&i, 30);
+    }
+
+    /// GLIBC_TUNABLES=glibc.pthread.rseq=0: the program registers its own
+    /// area; the names stay the same, and sched_getcpu takes the vDSO path
+    /// (slower than reading glibc's rseq area, faster than the syscall).
+    #[test]
+    fn rseq_bench_own_registration() {
+        let own = Bench.interpret("rseq", &fixture("rseq_bench-host-norseq.results"), &Decl);
+        check_rseq_measured(&own, 30);
+        let glibc = Bench.interpret("rseq", &fixture("rseq_bench-host.results"), &Decl);
+        let getcpu = |i: &Interpreted| median(metric(i, "rseq.cpu_id.sched_getcpu"));
+        assert!(getcpu(&own) > 2.0 * getcpu(&glibc));
+        assert!(getcpu(&own) < median(metric(&own, "rseq.cpu_id.getcpu_syscall")));
+    }
+
+    /// rseq(2) failing with ENOSYS (injected with strace on the host, as a
+    /// kernel without CONFIG_RSEQ would): the two rseq configurations are
+    /// skipped cases, the other three still measured.
+    #[test]
+    fn rseq_bench_without_rseq_skips() {
+        let i = Bench.interpret("rseq", &fixture("rseq_bench-host-enosys.results"), &Decl);
+        assert!(i.errors.is_empty(), "{:?}", i.errors);
+        assert_eq!(i.metrics.len(), 5);
+        for name in ["rseq.counter.rseq", "rseq.cpu_id.rseq_area"] {
+            let m = metric(&i, name);
+            assert!(m.samples.is_empty());
+            assert!(m.skip.as_deref().unwrap().contains("CONFIG_RSEQ"), "{m:?}");
+            let c = i.cases.iter().find(|c| c.name == name).unwrap();
+            assert_eq!(c.outcome, Outcome::Skip);
+            assert_eq!(c.reason, m.skip);
+        }
+        for name in [
+            "rseq.counter.atomic",
+            "rseq.cpu_id.sched_getcpu",
+            "rseq.cpu_id.getcpu_syscall",
+        ] {
+            assert_eq!(metric(&i, name).samples.len(), 12);
+        }
+        assert_eq!(
+            i.cases
+                .iter()
+                .filter(|c| c.outcome == Outcome::Pass)
+                .count(),
+            3
+        );
+    }
+
+    const MEMBARRIER_METRICS: [&str; 5] = [
+        "membarrier.private_expedited.ipi",
+        "membarrier.private_expedited_rseq.ipi",
+        "membarrier.global_expedited.ipi",
+        "membarrier.private_expedited.idle",
+        "membarrier.global_expedited.idle",
+    ];
+
+    #[test]
+    fn membarrier_bench_metrics() {
+        let i = Bench.interpret(
+            "membarrier",
+            &fixture("membarrier_bench-host.results"),
+            &Decl,
+        );
+        let names: Vec<&str> = i.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, MEMBARRIER_METRICS);
+        for m in &i.metrics {
+            assert_eq!(m.unit, "us/call", "{}", m.name);
+            assert_eq!(m.samples.len(), 13, "{}", m.name);
+        }
+        assert!(i.errors.is_empty());
+        assert!(i.cases.iter().all(|c| c.outcome == Outcome::Pass));
+        assert_eq!(i.cases.len(), 5);
+        // An IPI to the spinning sibling costs more than no IPI at all.
+        assert!(
+            median(metric(&i, "membarrier.private_expedited.ipi"))
+                > median(metric(&i, "membarrier.private_expedited.idle"))
+        );
+    }
+
+    /// membarrier(2) failing with ENOSYS (injected with strace): every
+    /// configuration a skipped case with the reason, no error.
+    #[test]
+    fn membarrier_bench_without_membarrier_skips() {
+        let i = Bench.interpret(
+            "membarrier",
+            &fixture("membarrier_bench-host-enosys.results"),
+            &Decl,
+        );
+        assert!(i.errors.is_empty());
+        let names: Vec<&str> = i.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, MEMBARRIER_METRICS);
+        for m in &i.metrics {
+            assert!(m.samples.is_empty());
+            assert!(m.skip.as_deref().unwrap().contains("CONFIG_MEMBARRIER"));
+        }
+        assert!(i.cases.iter().all(|c| c.outcome == Outcome::Skip));
+        assert_eq!(i.cases.len(), 5);
+    }
+
+    #[test]
+    fn mm_cid_gaps_metrics() {
+        let i = Bench.interpret("mm_cid", &fixture("mm_cid_gaps-host.results"), &Decl);
+        assert!(i.errors.is_empty(), "{:?}", i.errors);
+        let units = [
+            ("mm_cid.cpus.possible", "cpus"),
+            ("mm_cid.cpus.online", "cpus"),
+            ("mm_cid.gap.rate", "1/s"),
+            ("mm_cid.gap.p50", "us"),
+            ("mm_cid.gap.p99", "us"),
+            ("mm_cid.gap.max", "us"),
+            ("mm_cid.big.rate", "1/s"),
+            ("mm_cid.big.count", "gaps"),
+            ("mm_cid.periodic.count", "gaps"),
+            ("mm_cid.control.count", "gaps"),
+            ("mm_cid.periodic.pct", "%"),
+            ("mm_cid.periodic.size_p50", "us"),
+            ("mm_cid.periodic.spacing_p50", "ms"),
+        ];
+        // One run = one sample of each summary metric.
+        for (name, unit) in units {
+            let m = metric(&i, name);
+            assert_eq!(m.unit, unit, "{name}");
+            assert_eq!(m.samples.len(), 1, "{name}");
+        }
+        let one = |n| metric(&i, n).samples[0];
+        assert_eq!(one("mm_cid.cpus.possible"), 2.0);
+        assert_eq!(one("mm_cid.cpus.online"), 2.0);
+        assert!(one("mm_cid.gap.p50") <= one("mm_cid.gap.p99"));
+        assert!(one("mm_cid.gap.p99") <= one("mm_cid.gap.max"));
+        assert!(one("mm_cid.periodic.count") <= one("mm_cid.big.count"));
+        // The raw big gaps: one sample each, as many as counted, all big.
+        let raw = metric(&i, "mm_cid.gap_big");
+        assert_eq!(raw.unit, "us");
+        assert_eq!(raw.samples.len() as f64, one("mm_cid.big.count"));
+        assert!(raw.samples.iter().all(|&v| v >= 150.0));
+        assert_eq!(i.metrics.len(), units.len() + 1);
+        assert_eq!(i.cases.len(), i.metrics.len());
+        assert!(i.cases.iter().all(|c| c.outcome == Outcome::Pass));
+    }
+
+    /// A quiet run: no big gap, so the periodic figures and the raw series
+    /// are skipped cases, not errors and not zeros.
+    #[test]
+    fn mm_cid_gaps_without_big_gaps() {
+        let out = "METRIC mm_cid.cpus.possible 255 cpus\n\
+                   METRIC mm_cid.cpus.online 2 cpus\n\
+                   METRIC mm_cid.gap.rate 250.000 1/s\n\
+                   METRIC mm_cid.gap.p50 23.000 us\n\
+                   METRIC mm_cid.big.count 0 gaps\n\
+                   SKIP mm_cid.periodic.pct no gaps >= 150 us\n\
+                   SKIP mm_cid.periodic.size_p50 no big gap has a partner 100+-15 ms away\n\
+                   SKIP mm_cid.gap_big no gaps >= 150 us\n";
+        let i = Bench.interpret("mm_cid", out, &Decl);
+        assert_eq!(metric(&i, "mm_cid.cpus.possible").samples, [255.0]);
+        assert_eq!(metric(&i, "mm_cid.big.count").samples, [0.0]);
+        let raw = metric(&i, "mm_cid.gap_big");
+        assert_eq!(raw.skip.as_deref(), Some("no gaps >= 150 us"));
+        assert_eq!(
+            i.cases
+                .iter()
+                .filter(|c| c.outcome == Outcome::Skip)
+                .count(),
+            3
+        );
+    }
 }
