@@ -266,8 +266,11 @@ pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInf
             .collect();
         for metric in metrics {
             let _ = writeln!(o, "\n`{metric}`\n");
-            let _ = writeln!(o, "| patches | median | 95% CI | vs base | verdict |");
-            let _ = writeln!(o, "|---|---|---|---|---|");
+            let _ = writeln!(
+                o,
+                "| patches | median | 95% CI | vs base | verdict | within the cell |"
+            );
+            let _ = writeln!(o, "|---|---|---|---|---|---|");
             for k in 0..=n {
                 let Some(c) = cell(k) else { continue };
                 let Some((med, lo, hi, unit)) = median_ci(c, &metric) else {
@@ -277,7 +280,7 @@ pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInf
                         .find(|m| m.name == metric)
                         .and_then(|m| m.skip.clone())
                         .unwrap_or_else(|| format!("no samples ({})", c.outcome));
-                    let _ = writeln!(o, "| {k} | skip: {why} | | | |");
+                    let _ = writeln!(o, "| {k} | skip: {why} | | | | |");
                     continue;
                 };
                 let cmp = run.comparisons.iter().find(|x| {
@@ -296,9 +299,31 @@ pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInf
                     None if k == 0 => ("(base)".into(), String::new()),
                     None => ("-".into(), String::new()),
                 };
+                // A declared pair inside the cell (sync vs default): the
+                // series' own claim, patch by patch.
+                let within = run
+                    .comparisons
+                    .iter()
+                    .filter(|x| {
+                        x.kind == ComparisonKind::Within
+                            && x.new_cell == c.id
+                            && x.new_metric == metric
+                    })
+                    .map(|x| {
+                        format!(
+                            "vs {}: {:+.1}% [{:+.1}, {:+.1}] {}",
+                            x.base_metric,
+                            x.pct_change,
+                            x.ci95_lo,
+                            x.ci95_hi,
+                            x.verdict.describe()
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
                 let _ = writeln!(
                     o,
-                    "| {k} | {med:.2} {unit} | [{lo:.2}, {hi:.2}] | {vs} | {verdict} |"
+                    "| {k} | {med:.2} {unit} | [{lo:.2}, {hi:.2}] | {vs} | {verdict} | {within} |"
                 );
             }
         }
@@ -371,7 +396,13 @@ mod tests {
             .unwrap();
         let row1 = default.lines().find(|l| l.starts_with("| 1 ")).unwrap();
         assert!(
-            row1.contains('%') && row1.matches('|').count() == 6,
+            row1.contains('%') && row1.matches('|').count() == 7,
+            "{row1}"
+        );
+        // Sync vs default inside the series cell: the series' claim.
+        let row1 = sync.lines().find(|l| l.starts_with("| 1 ")).unwrap();
+        assert!(
+            row1.contains("vs seccomp_notify.default.same-cpu:"),
             "{row1}"
         );
     }
