@@ -38,10 +38,11 @@ pub enum CompileOutcome {
     },
 }
 
-/// `make headers_install` of `tree` for `arch`, cached by the tree's id.
-pub fn headers(cache: &Cache, tree: &Path, kernel_id: &str, arch: Arch) -> Result<PathBuf> {
+/// `make headers_install` of `tree` for `arch`, cached by the identity of
+/// its inputs (`source::uapi_id`).
+pub fn headers(cache: &Cache, tree: &Path, uapi_id: &str, arch: Arch) -> Result<PathBuf> {
     let key = KeyBuilder::new("headers")
-        .add("tree", kernel_id.as_bytes())
+        .add("uapi", uapi_id.as_bytes())
         .add("arch", arch.name().as_bytes())
         .finish();
     let dir = cache.dir(&["headers", &key]);
@@ -67,9 +68,10 @@ pub struct CompileJob<'a> {
     pub cache: &'a Cache,
     pub repo_root: &'a Path,
     pub arch: Arch,
-    /// Tree the kselftests come from, and its kernel id (for headers).
+    /// Tree the kselftests come from, and the identity of its exported
+    /// headers' inputs (`source::uapi_id`).
     pub tree: &'a Path,
-    pub tree_kernel_id: &'a str,
+    pub uapi_id: &'a str,
 }
 
 /// kselftest timeouts assume real hardware; emulation is slower.
@@ -145,7 +147,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
         .chain(flags.iter().cloned())
         .collect();
     let headers_dir = if tree_headers {
-        Some(headers(job.cache, job.tree, job.tree_kernel_id, job.arch)?)
+        Some(headers(job.cache, job.tree, job.uapi_id, job.arch)?)
     } else {
         None
     };
@@ -179,7 +181,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
         spec,
         &keyed,
         &key_parts,
-        headers_dir.as_ref().map(|_| job.tree_kernel_id),
+        headers_dir.as_ref().map(|_| job.uapi_id),
     );
     let out_dir = job.cache.dir(&["guest", &key]);
     let binary = out_dir.join(name);

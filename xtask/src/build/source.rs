@@ -749,6 +749,34 @@ pub fn kernel_tree_id(repo: &Path, commit: &str) -> Result<String> {
         .finish())
 }
 
+/// Identity of what `make headers_install` reads at `commit` for `arch`:
+/// the uapi trees, the syscall tables the x86 unistd headers are generated
+/// from, the scripts and Makefiles that run it. A series that changes only
+/// `.c` files keeps it, so its test programs (built against those headers)
+/// are not rebuilt at every bisect step.
+pub fn uapi_id(repo: &Path, commit: &str, arch: &str) -> Result<String> {
+    let srcarch = match arch {
+        "x86_64" | "i386" => "x86",
+        a => a,
+    };
+    let paths = [
+        "include/uapi".to_string(),
+        format!("arch/{srcarch}/include/uapi"),
+        format!("arch/{srcarch}/entry/syscalls"),
+        format!("arch/{srcarch}/Makefile"),
+        "scripts".to_string(),
+        "usr".to_string(),
+        "Makefile".to_string(),
+    ];
+    let mut args = vec!["ls-tree", commit, "--"];
+    args.extend(paths.iter().map(String::as_str));
+    let listing = git_ok(repo, &args, "git ls-tree (uapi)")?;
+    Ok(KeyBuilder::new("uapi")
+        .add("arch", arch.as_bytes())
+        .add("ls-tree", listing.as_bytes())
+        .finish())
+}
+
 /// A file's content at `commit` (None when it has none there).
 pub fn read_at(repo: &Path, commit: &str, path: &str) -> Option<String> {
     git_ok(repo, &["show", &format!("{commit}:{path}")], "git show").ok()
@@ -1041,6 +1069,28 @@ mod tests {
         let t2 = Trees::open(&base, "linux", &cache, &mut log).unwrap();
         assert!(t2.build.join("kernel/fork.c").exists());
         t2.checkout_build(&base.commit).unwrap();
+    }
+
+    #[test]
+    fn the_uapi_id_changes_with_uapi_headers_not_with_c_files() {
+        let root = scratch("uapi");
+        let (base, _, _) = fixture(&root);
+        let r = &base.repo;
+        sh(
+            r,
+            "git checkout -q base; mkdir -p include/uapi/linux arch/x86/include/uapi/asm;
+             echo 1 > include/uapi/linux/seccomp.h; echo 1 > arch/x86/include/uapi/asm/x.h;
+             git add -A; git commit -qm uapi; git tag u0;
+             echo c >> kernel/seccomp.c; git commit -qam c; git tag u1;
+             echo 2 >> include/uapi/linux/seccomp.h; git commit -qam h; git tag u2;
+             echo 2 >> arch/x86/include/uapi/asm/x.h; git commit -qam a; git tag u3",
+        );
+        let id = |t: &str, arch: &str| uapi_id(r, t, arch).unwrap();
+        assert_eq!(id("u0", "x86_64"), id("u1", "x86_64"), "a .c change");
+        assert_ne!(id("u1", "x86_64"), id("u2", "x86_64"), "a uapi header");
+        assert_ne!(id("u2", "x86_64"), id("u3", "x86_64"), "x86's own uapi");
+        assert_eq!(id("u2", "arm64"), id("u3", "arm64"), "another arch's uapi");
+        assert_ne!(id("u0", "x86_64"), id("u0", "arm64"));
     }
 
     #[test]

@@ -452,7 +452,7 @@ fn prepare(
     let t = Instant::now();
     ev.phase(Phase::Rootfs, "guest programs + initramfs");
     let test_tree = trees.checkout_work(&test_commit)?.to_path_buf();
-    let test_kernel_id = source::kernel_tree_id(&trees.repo, &test_commit)?;
+    let uapi_id = source::uapi_id(&trees.repo, &test_commit, cell.arch.name())?;
     let busybox = crate::host::setup::busybox(cell.arch, ctx.cache)?;
     let initrd = dir.join("initramfs.cpio.gz");
     // The accelerator decides the test timeouts' scale. A probe, when one
@@ -483,7 +483,7 @@ fn prepare(
         repo_root: &ctx.repo_root,
         arch: cell.arch,
         tree: &test_tree,
-        tree_kernel_id: &test_kernel_id,
+        uapi_id: &uapi_id,
     };
     let mut programs: Vec<Program> = Vec::new();
     for tname in &cell.tests {
