@@ -345,14 +345,13 @@ pub fn cmd_matrix(
         setup::ensure(&debian_packages(&m))?;
     }
     let cache = cache::Cache::open(cache::default_root(), !a.no_wait)?;
-    let kernel = bisect::apply_sources(
+    bisect::apply_sources(
         &mut m,
         &a.source,
         cwd,
         &cache,
         a.kernel.first().map(String::as_str),
     )?;
-    let _ = kernel;
     derive(&mut m, &cache)?;
     let filters = matrix::Filters {
         arch: a.arch,

@@ -331,8 +331,10 @@ impl State {
     }
 }
 
-/// The stored command line of a run dir, re-parsed (for `--resume DIR`).
-fn stored_argv(dir: &Path, file: &str) -> Result<(Vec<String>, PathBuf)> {
+/// The command stored in a run dir's `file` (`bisect.json`, `sweep.json`),
+/// parsed again as `cargo xtask SUB ...`, with its argv and the directory
+/// it was given in: what `--resume DIR` continues.
+fn stored_command(dir: &Path, file: &str, sub: &str) -> Result<(crate::Cmd, Vec<String>, PathBuf)> {
     #[derive(Deserialize)]
     struct Stored {
         argv: Vec<String>,
@@ -343,7 +345,13 @@ fn stored_argv(dir: &Path, file: &str) -> Result<(Vec<String>, PathBuf)> {
         .with_context(|| format!("--resume {}: reading {}", dir.display(), path.display()))?;
     let s: Stored = serde_json::from_str(&text)
         .with_context(|| format!("--resume: {} is not a kmatrix {file}", path.display()))?;
-    Ok((s.argv, s.cwd))
+    let parsed = <crate::Cli as clap::Parser>::try_parse_from(
+        ["cargo xtask".to_string(), sub.to_string()]
+            .into_iter()
+            .chain(s.argv.iter().cloned()),
+    )
+    .with_context(|| format!("--resume: the command in {}", path.display()))?;
+    Ok((parsed.cmd, s.argv, s.cwd))
 }
 
 /// The command line after the subcommand, without --resume/--out.
@@ -358,19 +366,6 @@ fn own_argv() -> Vec<String> {
         }
     }
     out
-}
-
-/// The one value of an arch/config setting: the flag, or the matrix's only one.
-fn pick_one(what: &str, given: Option<&str>, known: Vec<String>) -> Result<String> {
-    match given {
-        Some(g) if known.iter().any(|k| k == g) => Ok(g.to_string()),
-        Some(g) => bail!(
-            "--{what} {g}: not in the matrix; known: {}",
-            known.join(", ")
-        ),
-        None if known.len() == 1 => Ok(known[0].clone()),
-        None => bail!("say which --{what}: the matrix has {}", known.join(", ")),
-    }
 }
 
 /// Runs one step's cell, booting it again with twice the boots while a
@@ -480,14 +475,9 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
     let mut cwd = cwd.to_path_buf();
     if let Some(dir) = a.resume.clone() {
         let dir = absolute(&cwd, &dir, "--resume")?;
-        let (stored, stored_cwd) = stored_argv(&dir, "bisect.json")?;
-        let parsed = <crate::Cli as clap::Parser>::try_parse_from(
-            ["cargo xtask".to_string(), "bisect".to_string()]
-                .into_iter()
-                .chain(stored.iter().cloned()),
-        )?;
-        let crate::Cmd::Bisect(b) = parsed.cmd else {
-            unreachable!()
+        let (cmd, stored, stored_cwd) = stored_command(&dir, "bisect.json", "bisect")?;
+        let crate::Cmd::Bisect(b) = cmd else {
+            unreachable!("parsed as bisect")
         };
         a = BisectArgs {
             resume: Some(dir),
@@ -516,12 +506,12 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
     let n = full.patches.len();
     let patches = full.info();
     variants::prefixes(&mut m, &kernel, &sname, n);
-    let arch = pick_one(
+    let arch = variants::pick_one(
         "arch",
         a.opts.arch.as_deref(),
         m.run.arches.iter().map(|x| x.get_ref().clone()).collect(),
     )?;
-    let config = pick_one(
+    let config = variants::pick_one(
         "config",
         a.opts.config.as_deref(),
         m.run.configs.iter().map(|x| x.get_ref().clone()).collect(),
@@ -755,14 +745,9 @@ pub fn cmd_sweep(root: &Path, cwd: &Path, a: crate::MatrixArgs) -> Result<u8> {
     if let Some(dir) = a.resume.clone() {
         let dir = absolute(&cwd, &dir, "--resume")?;
         if dir.join("sweep.json").exists() {
-            let (stored, stored_cwd) = stored_argv(&dir, "sweep.json")?;
-            let parsed = <crate::Cli as clap::Parser>::try_parse_from(
-                ["cargo xtask".to_string(), "sweep".to_string()]
-                    .into_iter()
-                    .chain(stored.iter().cloned()),
-            )?;
-            let crate::Cmd::Sweep(b) = parsed.cmd else {
-                unreachable!()
+            let (cmd, stored, stored_cwd) = stored_command(&dir, "sweep.json", "sweep")?;
+            let crate::Cmd::Sweep(b) = cmd else {
+                unreachable!("parsed as sweep")
             };
             a = crate::MatrixArgs {
                 resume: Some(dir),
@@ -851,7 +836,7 @@ pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
     }
     let cache = cache::Cache::open(cache::default_root(), !a.opts.no_wait)?;
     let name = variants::name_of(&tree);
-    let arch = pick_one(
+    let arch = variants::pick_one(
         "arch",
         a.opts.arch.as_deref(),
         template
@@ -861,7 +846,7 @@ pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
             .map(|x| x.get_ref().clone())
             .collect(),
     )?;
-    let config = pick_one(
+    let config = variants::pick_one(
         "config",
         a.opts.config.as_deref(),
         template
@@ -932,18 +917,8 @@ pub fn cmd_step(root: &Path, cwd: &Path, a: StepArgs) -> Result<u8> {
             Some(r) => r,
             None => {
                 let (r, _, _) = judge_commit(&good, None, "good")?;
-                if matches!(
-                    r.outcome,
-                    Outcome::ApplyError
-                        | Outcome::BuildError
-                        | Outcome::ConfigError
-                        | Outcome::InfraError
-                ) {
-                    bail!(
-                        "the good commit {} could not be judged: {}",
-                        &good[..12],
-                        r.outcome
-                    );
+                if let Some(why) = predicate::not_judgeable(&r) {
+                    bail!("the good commit {} could not be judged: {why}", &good[..12]);
                 }
                 cache::write_atomic(&path, serde_json::to_string_pretty(&r)?.as_bytes())?;
                 r

@@ -91,7 +91,7 @@ impl Predicate {
 }
 
 /// A cell that did not get as far as running its tests cannot be judged.
-fn not_judgeable(step: &CellResult) -> Option<String> {
+pub fn not_judgeable(step: &CellResult) -> Option<String> {
     matches!(
         step.outcome,
         Outcome::ApplyError | Outcome::BuildError | Outcome::ConfigError | Outcome::InfraError

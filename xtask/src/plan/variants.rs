@@ -67,20 +67,23 @@ pub fn use_tree(m: &mut Matrix, name: &str, tree: &Path, rev: &str) {
     );
 }
 
+/// The one value of a setting (kernel, arch, config): `--WHAT` when given,
+/// else the matrix's only one.
+pub fn pick_one(what: &str, given: Option<&str>, known: Vec<String>) -> Result<String> {
+    match given {
+        Some(g) if known.iter().any(|k| k == g) => Ok(g.to_string()),
+        Some(g) => bail!(
+            "--{what} {g}: not in the matrix; known: {}",
+            known.join(", ")
+        ),
+        None if known.len() == 1 => Ok(known[0].clone()),
+        None => bail!("say which --{what}: the matrix has {}", known.join(", ")),
+    }
+}
+
 /// The one kernel the command means: `--kernel K`, or the matrix's only one.
 pub fn pick_kernel(m: &Matrix, wanted: Option<&str>) -> Result<String> {
-    match wanted {
-        Some(k) if m.kernel.contains_key(k) => Ok(k.to_string()),
-        Some(k) => bail!(
-            "--kernel {k}: not in the matrix; known: {}",
-            m.kernel.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
-        None if m.kernel.len() == 1 => Ok(m.kernel.keys().next().unwrap().clone()),
-        None => bail!(
-            "the matrix has several kernels ({}): say which with --kernel",
-            m.kernel.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
-    }
+    pick_one("kernel", wanted, m.kernel.keys().cloned().collect())
 }
 
 /// Makes the series in `dir` (named `name`) the only series of `kernel`.
