@@ -113,6 +113,9 @@ pub struct CellResult {
     /// Content hash of the kernel build (see build.rs), for bisect and CI.
     #[serde(default)]
     pub build_key: String,
+    /// The guest's kernel and CPUs (possible/online), from its first report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestInfo>,
 }
 
 /// What a piece of evidence is, so reports and CI annotations can group
@@ -229,6 +232,7 @@ impl CellResult {
             logs: Logs::default(),
             reproduce: Reproduce::default(),
             build_key: String::new(),
+            guest: None,
         }
     }
 }
@@ -368,6 +372,9 @@ pub struct Comparison {
     /// Which test gave `p_value`.
     #[serde(default = "mann_whitney")]
     pub p_test: PTest,
+    /// What the claim being checked says (matrix.toml `reference`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
 }
 
 fn mann_whitney() -> PTest {
@@ -376,6 +383,33 @@ fn mann_whitney() -> PTest {
 
 fn one() -> usize {
     1
+}
+
+/// What the guest said about itself in its first report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct GuestInfo {
+    pub kernel: Option<String>,
+    pub nproc: Option<u32>,
+    /// CPU lists as in /sys/devices/system/cpu/{possible,online}, "0-254".
+    pub possible: Option<String>,
+    pub online: Option<String>,
+}
+
+impl GuestInfo {
+    /// Number of CPUs in a sysfs CPU list ("0-3,8" -> 5).
+    pub fn count(list: &str) -> Option<u32> {
+        let mut n = 0;
+        for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+            n += match part.split_once('-') {
+                Some((a, b)) => b.parse::<u32>().ok()? + 1 - a.parse::<u32>().ok()?,
+                None => {
+                    part.parse::<u32>().ok()?;
+                    1
+                }
+            };
+        }
+        Some(n)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

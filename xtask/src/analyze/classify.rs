@@ -77,6 +77,8 @@ pub struct Classified {
     pub guest_reported: bool,
     /// QEMU's own failure, when there was one (see `QemuEnd::qemu_failed`).
     pub qemu_failure: Option<String>,
+    /// The guest's CPUs, from its first report.
+    pub guest: Option<GuestInfo>,
 }
 
 /// `BUG:` reports after which the kernel goes on (the task or the kernel
@@ -335,6 +337,12 @@ pub fn classify(b: &BootInput) -> Classified {
         evidence,
         guest_s,
         guest_reported: session.began,
+        guest: session.began.then(|| GuestInfo {
+            kernel: session.kernel.clone(),
+            nproc: session.nproc,
+            possible: session.possible.clone(),
+            online: session.online.clone(),
+        }),
         qemu_failure,
     }
 }

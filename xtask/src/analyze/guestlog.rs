@@ -11,6 +11,9 @@ pub struct Session {
     pub began: bool,
     pub done: bool,
     pub nproc: Option<u32>,
+    /// /sys/devices/system/cpu/{possible,online} as the guest saw them.
+    pub possible: Option<String>,
+    pub online: Option<String>,
     pub kernel: Option<String>,
     pub begin_uptime: Option<f64>,
     pub done_uptime: Option<f64>,
@@ -70,6 +73,8 @@ pub fn parse(text: &str) -> Session {
                 s.begin_uptime = num("uptime");
                 s.nproc = field(&words, "nproc").and_then(|v| v.parse().ok());
                 s.kernel = field(&words, "kernel").map(str::to_string);
+                s.possible = field(&words, "possible").map(str::to_string);
+                s.online = field(&words, "online").map(str::to_string);
             }
             Some("START") => {
                 if let Some(b) = current.take() {

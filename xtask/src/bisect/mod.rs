@@ -514,7 +514,7 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
     let config = variants::pick_one(
         "config",
         a.opts.config.as_deref(),
-        m.run.configs.iter().map(|x| x.get_ref().clone()).collect(),
+        m.kernel_configs(&kernel),
     )?;
     let pred = a.pred.predicate(&m)?;
     let better = match &pred {
@@ -523,9 +523,7 @@ pub fn cmd_bisect(root: &Path, cwd: &Path, mut a: BisectArgs) -> Result<u8> {
         }
         _ => results::Better::Lower,
     };
-    let tests = pred
-        .tests()
-        .unwrap_or_else(|| m.run.tests.iter().map(|t| t.get_ref().clone()).collect());
+    let tests = pred.tests().unwrap_or_else(|| m.config_tests(&config));
     let boots = a.opts.boots.unwrap_or(match pred {
         Predicate::Threshold { .. } | Predicate::Regression { .. } => m.run.boots,
         _ => 1,

@@ -22,10 +22,14 @@ pub struct Program {
     /// A compiled binary, or a script carried in the initramfs as-is.
     pub binary: PathBuf,
     pub script: Option<String>,
+    /// More binaries in the test's directory (kind = "programs").
+    pub extra: Vec<PathBuf>,
     pub args: Vec<String>,
     /// Guest timeout for real hardware; the initramfs scales it for the
     /// accelerator (`timeout_scale`).
     pub timeout_s: u64,
+    /// Runs in boots 1..=last_boot only; 0: every boot.
+    pub last_boot: u32,
     pub compile_cmd: String,
 }
 
@@ -72,6 +76,9 @@ pub struct CompileJob<'a> {
     /// headers' inputs (`source::uapi_id`).
     pub tree: &'a Path,
     pub uapi_id: &'a str,
+    /// Kconfig symbols the kernel tree does not have: programs that need
+    /// one are not built.
+    pub absent: &'a [String],
 }
 
 /// kselftest timeouts assume real hardware; emulation is slower.
@@ -89,7 +96,7 @@ pub fn timeout_scale(accel: &crate::boot::qemu::Accel) -> u64 {
 fn program_key(
     arch: Arch,
     flags: &[String],
-    spec: &TestSpec,
+    libs: &[String],
     sources: &[(String, Vec<u8>)],
     parts: &[(String, String)],
     headers: Option<&str>,
@@ -98,7 +105,7 @@ fn program_key(
     key.add("arch", arch.name().as_bytes())
         .add("cc", compiler_version(arch).as_bytes());
     key.add("flags", format!("{flags:?}").as_bytes())
-        .add("libs", format!("{:?}", spec.libs).as_bytes());
+        .add("libs", format!("{libs:?}").as_bytes());
     for (name, bytes) in sources {
         key.add("source-name", name.as_bytes()).add("source", bytes);
     }
@@ -111,42 +118,35 @@ fn program_key(
     key.finish()
 }
 
-pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileOutcome> {
-    let recipe = kinds::of(spec.kind).recipe(name, spec, job.tree, job.repo_root)?;
-    let (sources, tree_headers, includes, key_parts, default_timeout) = match recipe {
-        Recipe::Script(text) => {
-            return Ok(CompileOutcome::Ok(Program {
-                test: name.to_string(),
-                binary: PathBuf::from("run.sh"),
-                script: Some(text),
-                args: spec.args.clone(),
-                timeout_s: spec.timeout_s.unwrap_or(60),
-                compile_cmd: String::new(),
-            }));
-        }
-        Recipe::Compile {
-            sources,
-            tree_headers,
-            includes,
-            key_parts,
-            default_timeout_s,
-        } => (
-            sources,
-            tree_headers,
-            includes,
-            key_parts,
-            default_timeout_s,
-        ),
-    };
+/// One static program to compile.
+struct Unit<'a> {
+    /// Binary name.
+    name: &'a str,
+    sources: &'a [PathBuf],
+    cflags: &'a [String],
+    tree_headers: bool,
+    includes: &'a [PathBuf],
+    libs: &'a [String],
+    key_parts: &'a [(String, String)],
+}
+
+/// Compiles one program into the cache (keyed by content; a cached binary
+/// is reused). Ok(Err((cmd, stderr))): the compiler failed.
+fn compile_unit(
+    job: &CompileJob,
+    test: &str,
+    u: &Unit,
+) -> Result<std::result::Result<(PathBuf, String), (String, String)>> {
     let cc = job.arch.gcc();
     let flags: Vec<String> = ["-static", "-O2", "-Wall"]
         .iter()
         .map(|s| s.to_string())
+        .chain(u.cflags.iter().cloned())
         .collect();
     let mut cmd: Vec<String> = std::iter::once(cc.clone())
         .chain(flags.iter().cloned())
         .collect();
-    let headers_dir = if tree_headers {
+    let headers_dir = if u.tree_headers {
         Some(headers(job.cache, job.tree, job.uapi_id, job.arch)?)
     } else {
         None
@@ -156,13 +156,13 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
         cmd.push("-isystem".into());
         cmd.push(h.display().to_string());
     }
-    for i in &includes {
+    for i in u.includes {
         cmd.push(format!("-I{}", i.display()));
     }
     let mut keyed = Vec::new();
-    for s in &sources {
+    for s in u.sources {
         let bytes =
-            std::fs::read(s).with_context(|| format!("test {name}: reading {}", s.display()))?;
+            std::fs::read(s).with_context(|| format!("test {test}: reading {}", s.display()))?;
         keyed.push((
             s.file_name()
                 .unwrap_or_default()
@@ -172,35 +172,27 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
         ));
         cmd.push(s.display().to_string());
     }
-    for l in &spec.libs {
+    for l in u.libs {
         cmd.push(format!("-l{l}"));
     }
     let key = program_key(
         job.arch,
         &flags,
-        spec,
+        u.libs,
         &keyed,
-        &key_parts,
+        u.key_parts,
         headers_dir.as_ref().map(|_| job.uapi_id),
     );
     let out_dir = job.cache.dir(&["guest", &key]);
-    let binary = out_dir.join(name);
+    let binary = out_dir.join(u.name);
     cmd.push("-o".into());
     cmd.push(binary.display().to_string());
     let compile_cmd = cmd.join(" ");
-    let program = Program {
-        test: name.to_string(),
-        binary: binary.clone(),
-        script: None,
-        args: spec.args.clone(),
-        timeout_s: spec.timeout_s.unwrap_or(default_timeout),
-        compile_cmd: compile_cmd.clone(),
-    };
     if binary.exists() {
-        return Ok(CompileOutcome::Ok(program));
+        return Ok(Ok((binary, compile_cmd)));
     }
     std::fs::create_dir_all(&out_dir)?;
-    let tmp = out_dir.join(format!(".{name}.tmp"));
+    let tmp = out_dir.join(format!(".{}.tmp", u.name));
     let mut c = Command::new(&cmd[0]);
     c.args(&cmd[1..cmd.len() - 1]).arg(&tmp);
     let out = proc::run(c, limit::scaled(limit::GUEST_CC))?;
@@ -211,15 +203,105 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
         } else {
             String::new()
         };
-        return Ok(CompileOutcome::Failed {
-            test: name.into(),
-            cmd: compile_cmd,
-            stderr: why + &out.stderr,
-        });
+        return Ok(Err((compile_cmd, why + &out.stderr)));
     }
     // Atomic: a compile killed half-way never leaves a binary to reuse.
     std::fs::rename(&tmp, &binary)?;
-    Ok(CompileOutcome::Ok(program))
+    Ok(Ok((binary, compile_cmd)))
+}
+
+pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileOutcome> {
+    let recipe = kinds::of(spec.kind).recipe(name, spec, job.tree, job.repo_root)?;
+    let last_boot = spec.boots.unwrap_or(0);
+    let failed = |(cmd, stderr): (String, String)| CompileOutcome::Failed {
+        test: name.into(),
+        cmd,
+        stderr,
+    };
+    match recipe {
+        Recipe::Script(text) => Ok(CompileOutcome::Ok(Program {
+            test: name.to_string(),
+            binary: PathBuf::from("run.sh"),
+            script: Some(text),
+            extra: vec![],
+            args: spec.args.clone(),
+            timeout_s: spec.timeout_s.unwrap_or(60),
+            last_boot,
+            compile_cmd: String::new(),
+        })),
+        Recipe::Compile {
+            sources,
+            tree_headers,
+            includes,
+            key_parts,
+            default_timeout_s,
+        } => {
+            let unit = Unit {
+                name,
+                sources: &sources,
+                cflags: &[],
+                tree_headers,
+                includes: &includes,
+                libs: &spec.libs,
+                key_parts: &key_parts,
+            };
+            Ok(match compile_unit(job, name, &unit)? {
+                Err(e) => failed(e),
+                Ok((binary, compile_cmd)) => CompileOutcome::Ok(Program {
+                    test: name.to_string(),
+                    binary,
+                    script: None,
+                    extra: vec![],
+                    args: spec.args.clone(),
+                    timeout_s: spec.timeout_s.unwrap_or(default_timeout_s),
+                    last_boot,
+                    compile_cmd,
+                }),
+            })
+        }
+        Recipe::Programs {
+            programs,
+            includes,
+            key_parts,
+            default_timeout_s,
+        } => {
+            let mut extra = Vec::new();
+            let mut cmds = Vec::new();
+            let mut unbuilt = Vec::new();
+            for p in &programs {
+                if let Some(sym) = p.needs.iter().find(|s| job.absent.contains(s)) {
+                    unbuilt.push((p.name.clone(), format!("no {sym} in this kernel")));
+                    continue;
+                }
+                let unit = Unit {
+                    name: &p.name,
+                    sources: &p.sources,
+                    cflags: &p.cflags,
+                    tree_headers: true,
+                    includes: &includes,
+                    libs: &spec.libs,
+                    key_parts: &key_parts,
+                };
+                match compile_unit(job, name, &unit)? {
+                    Err(e) => return Ok(failed(e)),
+                    Ok((binary, cmd)) => {
+                        extra.push(binary);
+                        cmds.push(cmd);
+                    }
+                }
+            }
+            Ok(CompileOutcome::Ok(Program {
+                test: name.to_string(),
+                binary: PathBuf::from("run.sh"),
+                script: Some(kinds::programs::script(&spec.cases, &unbuilt)),
+                extra,
+                args: vec![],
+                timeout_s: spec.timeout_s.unwrap_or(default_timeout_s),
+                last_boot,
+                compile_cmd: cmds.join("\n"),
+            }))
+        }
+    }
 }
 
 /// The initramfs: busybox, our init, the test list and the programs.
@@ -271,7 +353,7 @@ pub fn initramfs(
         mode: 0o755,
         data: read(&repo_root.join("rootfs/init"))?,
     });
-    let mut list = String::from("# name timeout_s command...\n");
+    let mut list = String::from("# name timeout_s last_boot(0: every) command...\n");
     for p in programs {
         let bin = p.binary.file_name().unwrap().to_string_lossy().to_string();
         e.push(dir(&format!("tests/{}", p.test)));
@@ -284,10 +366,22 @@ pub fn initramfs(
             mode: 0o755,
             data,
         });
+        for x in &p.extra {
+            e.push(Entry::File {
+                path: format!(
+                    "tests/{}/{}",
+                    p.test,
+                    x.file_name().unwrap().to_string_lossy()
+                ),
+                mode: 0o755,
+                data: read(x)?,
+            });
+        }
         list.push_str(&format!(
-            "{} {} ./{bin} {}\n",
+            "{} {} {} ./{bin} {}\n",
             p.test,
             p.timeout_s * timeout_scale,
+            p.last_boot,
             p.args.join(" ")
         ));
     }
@@ -321,7 +415,7 @@ mod tests {
         let one = program_key(
             Arch::X86_64,
             &f,
-            &spec(&["cap"], &["x.c"]),
+            &spec(&["cap"], &["x.c"]).libs,
             &[a("x.c", "int main(){}")],
             &[],
             Some("h"),
@@ -329,7 +423,7 @@ mod tests {
         let two = program_key(
             Arch::X86_64,
             &f,
-            &spec(&["cap"], &["x.c", "y.c"]),
+            &spec(&["cap"], &["x.c", "y.c"]).libs,
             &[a("x.c", "int main(){}"), a("y.c", "")],
             &[],
             Some("h"),
@@ -337,7 +431,7 @@ mod tests {
         let edited = program_key(
             Arch::X86_64,
             &f,
-            &spec(&["cap"], &["x.c"]),
+            &spec(&["cap"], &["x.c"]).libs,
             &[a("x.c", "int main(){return 1;}")],
             &[],
             Some("h"),
@@ -345,7 +439,7 @@ mod tests {
         let libs = program_key(
             Arch::X86_64,
             &f,
-            &spec(&["cap", "m"], &["x.c"]),
+            &spec(&["cap", "m"], &["x.c"]).libs,
             &[a("x.c", "int main(){}")],
             &[],
             Some("h"),
@@ -353,7 +447,7 @@ mod tests {
         let arm = program_key(
             Arch::Arm64,
             &f,
-            &spec(&["cap"], &["x.c"]),
+            &spec(&["cap"], &["x.c"]).libs,
             &[a("x.c", "int main(){}")],
             &[],
             Some("h"),
@@ -361,7 +455,7 @@ mod tests {
         let hdr = program_key(
             Arch::X86_64,
             &f,
-            &spec(&["cap"], &["x.c"]),
+            &spec(&["cap"], &["x.c"]).libs,
             &[a("x.c", "int main(){}")],
             &[],
             Some("h2"),
@@ -377,7 +471,7 @@ mod tests {
             program_key(
                 Arch::X86_64,
                 &f,
-                &spec(&["cap"], &["x.c"]),
+                &spec(&["cap"], &["x.c"]).libs,
                 &[a("x.c", "int main(){}")],
                 &[],
                 Some("h")

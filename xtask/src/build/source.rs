@@ -778,6 +778,35 @@ pub fn uapi_id(repo: &Path, commit: &str, arch: &str) -> Result<String> {
 }
 
 /// A file's content at `commit` (None when it has none there).
+/// Whether the tree at `commit` defines the Kconfig symbol `CONFIG_NAME`
+/// (a `config NAME` or `menuconfig NAME` entry in any Kconfig file).
+pub fn kconfig_defines(repo: &Path, commit: &str, symbol: &str) -> Result<bool> {
+    let name = symbol.strip_prefix("CONFIG_").unwrap_or(symbol);
+    let pattern = format!("^[[:space:]]*(menu)?config[[:space:]]+{name}[[:space:]]*$");
+    let mut c = git(repo);
+    c.args([
+        "grep",
+        "-q",
+        "-E",
+        &pattern,
+        commit,
+        "--",
+        ":(glob)**/Kconfig*",
+    ]);
+    let out = crate::host::proc::run(
+        c,
+        crate::host::proc::limit::scaled(crate::host::proc::limit::GIT),
+    )?;
+    match (out.code, out.timed_out) {
+        (Some(0), false) => Ok(true),
+        (Some(1), false) => Ok(false),
+        _ => anyhow::bail!(
+            "git grep for `config {name}` in {commit}: {}",
+            out.describe()
+        ),
+    }
+}
+
 pub fn read_at(repo: &Path, commit: &str, path: &str) -> Option<String> {
     git_ok(repo, &["show", &format!("{commit}:{path}")], "git show").ok()
 }

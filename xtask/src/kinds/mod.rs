@@ -17,6 +17,7 @@ use crate::schema::{CaseResult, Metric};
 
 mod bench;
 mod kselftest;
+pub mod programs;
 mod shell;
 
 /// How a test's guest program comes to be.
@@ -35,6 +36,14 @@ pub enum Recipe {
         /// (e.g. the selftest dir's tree id, the harness header).
         key_parts: Vec<(String, String)>,
         /// Guest timeout when the matrix gives none (seconds, real hardware).
+        default_timeout_s: u64,
+    },
+    /// Several static programs from a tree directory (against the tree's
+    /// exported headers), run as cases by a generated script.
+    Programs {
+        programs: Vec<programs::ProgramRecipe>,
+        includes: Vec<PathBuf>,
+        key_parts: Vec<(String, String)>,
         default_timeout_s: u64,
     },
 }
@@ -71,5 +80,6 @@ pub fn of(kind: TestKind) -> &'static dyn Kind {
         TestKind::Kselftest => &kselftest::Kselftest,
         TestKind::Bench => &bench::Bench,
         TestKind::Shell => &shell::Shell,
+        TestKind::Programs => &programs::Programs,
     }
 }

@@ -29,6 +29,9 @@ pub struct Matrix {
     /// Pairs of metrics compared inside one cell, e.g. sync vs default.
     #[serde(default)]
     pub within: Vec<Within>,
+    /// Declared comparisons of one variant across two configs.
+    #[serde(default)]
+    pub across: Vec<Across>,
 }
 
 /// Declared here, kept with every comparison in results.json.
@@ -51,12 +54,28 @@ fn default_min_effect() -> f64 {
     5.0
 }
 
+/// `[[across]]`: metrics starting with `metrics` of a cell on
+/// `base_config` against the same kernel/variant/arch on `new_config`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Across {
+    pub base_config: String,
+    pub new_config: String,
+    pub metrics: String,
+    #[serde(default)]
+    pub reference: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Within {
     /// Metrics named `<base><suffix>` are compared with `<new><suffix>`.
     pub base: String,
     pub new: String,
+    /// What the claim being checked says (a seed's figure), shown beside
+    /// the measured change in the summary.
+    #[serde(default)]
+    pub reference: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -97,6 +116,9 @@ pub struct Kernel {
     pub series: Vec<Spanned<String>>,
     #[serde(default)]
     pub selftests_from: Option<Spanned<String>>,
+    /// The configs this kernel is built with; default: run.configs.
+    #[serde(default)]
+    pub configs: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
@@ -131,6 +153,17 @@ pub struct ConfigSpec {
     pub fragments: Vec<String>,
     #[serde(default)]
     pub arch_fragments: BTreeMap<Spanned<String>, Vec<String>>,
+    /// QEMU `-smp` for this config's cells (possible CPUs); default run.smp.
+    #[serde(default)]
+    pub smp: Option<u32>,
+    /// Extra kernel parameters for this config's cells (e.g. `maxcpus=2`,
+    /// which with a large `smp` gives many possible and few online CPUs).
+    #[serde(default)]
+    pub cmdline: Vec<String>,
+    /// The tests this config's cells run (and whose options it gets);
+    /// default: run.tests.
+    #[serde(default)]
+    pub tests: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
@@ -142,6 +175,34 @@ pub enum TestKind {
     Bench,
     /// A busybox sh command run in the guest; passes when it exits 0.
     Shell,
+    /// Several programs built from a kernel tree directory and run as
+    /// cases (each invocation one case, passed by its exit status): for
+    /// selftests that print no TAP (rseq).
+    Programs,
+}
+
+/// `kind = "programs"`: one program of the test.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramSpec {
+    pub name: String,
+    /// C files in the test's `dir`.
+    pub sources: Vec<String>,
+    #[serde(default)]
+    pub cflags: Vec<String>,
+    /// Kconfig symbols the program is about: where the tree has none of
+    /// them, it is not built and its cases are skipped with that reason.
+    #[serde(default)]
+    pub needs: Vec<String>,
+}
+
+/// `kind = "programs"`: one case, a busybox sh command line run in the
+/// test's directory (the programs are there).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseSpec {
+    pub name: String,
+    pub run: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -171,6 +232,25 @@ pub struct TestSpec {
     /// file's timeout, else 180 s.
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// Kconfig symbols this test is about (e.g. `CONFIG_SCHED_MM_CID`, a
+    /// def_bool that cannot be requested): a tree without the symbol skips
+    /// the test with that reason; a tree that has it but left it off is a
+    /// config error.
+    #[serde(default)]
+    pub needs: Vec<String>,
+    /// Run in the first N boots of a cell only (correctness tests whose
+    /// result another boot would not change, but whose time it would);
+    /// default: every boot.
+    #[serde(default)]
+    pub boots: Option<u32>,
+    /// kselftest/programs: extra include directories, relative to the tree.
+    #[serde(default)]
+    pub includes: Vec<String>,
+    /// kind = "programs": the programs and the cases that run them.
+    #[serde(default)]
+    pub programs: Vec<ProgramSpec>,
+    #[serde(default)]
+    pub cases: Vec<CaseSpec>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
@@ -345,6 +425,18 @@ impl Matrix {
                     ));
                 }
             }
+            for c in &k.configs {
+                if !self.config.contains_key(c.get_ref()) {
+                    return Err(err(
+                        c.span(),
+                        format!(
+                            "config `{}` is not defined in a [config.{}] table",
+                            c.get_ref(),
+                            c.get_ref()
+                        ),
+                    ));
+                }
+            }
             if let SourceSpec::Debian(pkg) = k.source.get_ref() {
                 if !pkg.starts_with("linux-source-") {
                     return Err(err(
@@ -355,6 +447,21 @@ impl Matrix {
             }
         }
         for (name, c) in &self.config {
+            if let Some(smp) = c.smp.filter(|s| *s == 0 || *s > 512) {
+                bail!("{path}: [config.{name}] smp = {smp} is out of range, expected 1..=512");
+            }
+            for t in c.tests.iter().flatten() {
+                if !self.test.contains_key(t.get_ref()) {
+                    return Err(err(
+                        t.span(),
+                        format!(
+                            "config.{name}.tests: test `{}` is not defined in a [test.{}] table",
+                            t.get_ref(),
+                            t.get_ref()
+                        ),
+                    ));
+                }
+            }
             for a in c.arch_fragments.keys() {
                 if Arch::parse(a.get_ref()).is_none() {
                     return Err(err(
@@ -379,7 +486,26 @@ impl Matrix {
                 TestKind::Shell if t.command.is_none() => {
                     bail!("{path}: [test.{name}] kind = \"shell\" needs `command`")
                 }
+                TestKind::Programs
+                    if t.dir.is_none() || t.programs.is_empty() || t.cases.is_empty() =>
+                {
+                    bail!("{path}: [test.{name}] kind = \"programs\" needs `dir`, `programs` and `cases`")
+                }
                 _ => {}
+            }
+            for n in t
+                .needs
+                .iter()
+                .chain(t.programs.iter().flat_map(|p| &p.needs))
+            {
+                if !n.starts_with("CONFIG_") || n.contains('=') {
+                    bail!(
+                        "{path}: [test.{name}] needs `{n}`: expected a Kconfig symbol, CONFIG_NAME"
+                    );
+                }
+            }
+            if t.boots == Some(0) {
+                bail!("{path}: [test.{name}] boots = 0: a test that never runs; leave it out of the tests instead");
             }
             for line in &t.config {
                 if parse_config_line(line.get_ref()).is_none() {
@@ -402,6 +528,13 @@ impl Matrix {
             }
             if e.cell.split('/').count() != 4 {
                 bail!("{path}: expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell);
+            }
+        }
+        for a in &self.across {
+            for c in [&a.base_config, &a.new_config] {
+                if !self.config.contains_key(c) {
+                    bail!("{path}: [[across]] config `{c}` is not defined in a [config.{c}] table");
+                }
             }
         }
         for (name, m) in &self.metric {
@@ -440,31 +573,45 @@ impl Matrix {
             .iter()
             .map(|a| a.get_ref().clone())
             .collect();
-        let tests: Vec<String> = self.run.tests.iter().map(|a| a.get_ref().clone()).collect();
+        let mut tests: Vec<String> = Vec::new();
+        for c in self.config.keys() {
+            for t in self.config_tests(c) {
+                if !tests.contains(&t) {
+                    tests.push(t);
+                }
+            }
+        }
         check("arch", &f.arch, arches.clone())?;
         check("kernel", &f.kernel, self.kernel.keys().cloned().collect())?;
-        check("test", &f.test, tests.clone())?;
+        check("test", &f.test, tests)?;
         let mut variants = vec!["base".to_string()];
         variants.extend(self.series.keys().cloned());
         check("variant", &f.variant, variants)?;
 
         let keep = |wanted: &[String], v: &str| wanted.is_empty() || wanted.iter().any(|w| w == v);
-        let tests: Vec<String> = tests.into_iter().filter(|t| keep(&f.test, t)).collect();
         let mut cells = Vec::new();
         for (kname, k) in &self.kernel {
             let mut vs = vec!["base".to_string()];
             vs.extend(k.series.iter().map(|s| s.get_ref().clone()));
             for v in &vs {
                 for a in &arches {
-                    for c in &self.run.configs {
+                    for c in self.kernel_configs(kname) {
+                        let tests: Vec<String> = self
+                            .config_tests(&c)
+                            .into_iter()
+                            .filter(|t| keep(&f.test, t))
+                            .collect();
                         let cell = Cell {
                             kernel: kname.clone(),
                             variant: v.clone(),
                             arch: Arch::parse(a).expect("validated"),
-                            config: c.get_ref().clone(),
-                            tests: tests.clone(),
+                            config: c,
+                            tests,
                         };
-                        if keep(&f.kernel, kname)
+                        // A config none of whose tests is selected has
+                        // nothing to run.
+                        if !cell.tests.is_empty()
+                            && keep(&f.kernel, kname)
                             && keep(&f.variant, v)
                             && keep(&f.arch, a)
                             && (f.cell.is_empty()
@@ -485,6 +632,39 @@ impl Matrix {
             bail!("the filters select no cell");
         }
         Ok(cells)
+    }
+
+    /// The configs a kernel is built with: its own `configs`, else run.configs.
+    pub fn kernel_configs(&self, kernel: &str) -> Vec<String> {
+        let own = self
+            .kernel
+            .get(kernel)
+            .map(|k| &k.configs)
+            .filter(|c| !c.is_empty());
+        own.unwrap_or(&self.run.configs)
+            .iter()
+            .map(|c| c.get_ref().clone())
+            .collect()
+    }
+
+    /// The tests a config's cells run and whose Kconfig options the config
+    /// gets: its own `tests`, else run.tests.
+    pub fn config_tests(&self, config: &str) -> Vec<String> {
+        self.config
+            .get(config)
+            .and_then(|c| c.tests.as_ref())
+            .unwrap_or(&self.run.tests)
+            .iter()
+            .map(|t| t.get_ref().clone())
+            .collect()
+    }
+
+    /// QEMU `-smp` of a config's cells.
+    pub fn config_smp(&self, config: &str) -> u32 {
+        self.config
+            .get(config)
+            .and_then(|c| c.smp)
+            .unwrap_or(self.run.smp)
     }
 
     /// (good direction, minimum effect %) for a metric; lower-is-better and
@@ -726,6 +906,69 @@ reason = "r"
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
             .unwrap();
         let m = Matrix::parse("matrix.toml", &text).unwrap();
-        assert_eq!(m.cells(&Filters::default()).unwrap().len(), 4);
+        let cells = m.cells(&Filters::default()).unwrap();
+        assert_eq!(cells.len(), 12);
+        // 6.1 has no `wide` config; the wide cells run the mm_cid check only.
+        let wide: Vec<&Cell> = cells.iter().filter(|c| c.config == "wide").collect();
+        assert_eq!(wide.len(), 4);
+        assert!(wide
+            .iter()
+            .all(|c| c.kernel == "6.12" && c.tests == ["mm_cid"]));
+        assert_eq!(m.config_smp("wide"), 255);
+        assert_eq!(m.config_smp("tiny"), 2);
+    }
+
+    #[test]
+    fn configs_per_kernel_and_tests_per_config() {
+        let text = GOOD.replace(
+            "[config.tiny]",
+            "[kernel.\"6.12\"]\nsource = { debian = \"linux-source-6.12\" }\nconfigs = [\"tiny\", \"wide\"]\n\n\
+             [config.wide]\nbase = \"tinyconfig\"\nsmp = 255\ncmdline = [\"maxcpus=2\"]\ntests = [\"t2\"]\n\n[config.tiny]",
+        ) + "\n[test.t2]\nkind = \"shell\"\ncommand = \"true\"\n";
+        let m = Matrix::parse("m.toml", &text).unwrap();
+        let ids = |f: &Filters| -> Vec<String> {
+            m.cells(f)
+                .unwrap()
+                .iter()
+                .map(|c| format!("{} {:?}", c.id(), c.tests))
+                .collect()
+        };
+        let all = ids(&Filters {
+            arch: vec!["x86_64".into()],
+            ..Default::default()
+        });
+        assert_eq!(
+            all,
+            [
+                "6.1/base/x86_64/tiny [\"t1\"]",
+                "6.1/s1/x86_64/tiny [\"t1\"]",
+                "6.12/base/x86_64/tiny [\"t1\"]",
+                "6.12/base/x86_64/wide [\"t2\"]",
+            ]
+        );
+        // A test only a config runs is a known --test; the cells that do
+        // not run it drop out instead of running nothing.
+        let t2 = ids(&Filters {
+            test: vec!["t2".into()],
+            arch: vec!["arm64".into()],
+            ..Default::default()
+        });
+        assert_eq!(t2, ["6.12/base/arm64/wide [\"t2\"]"]);
+        assert_eq!(m.config["wide"].cmdline, ["maxcpus=2"]);
+        // Unknown names are errors that say where.
+        let bad = text.replace(
+            "configs = [\"tiny\", \"wide\"]",
+            "configs = [\"tiny\", \"huge\"]",
+        );
+        let e = Matrix::parse("m.toml", &bad).unwrap_err().to_string();
+        assert!(e.contains("m.toml:") && e.contains("config `huge`"), "{e}");
+        let bad = text.replace("tests = [\"t2\"]", "tests = [\"t3\"]");
+        let e = Matrix::parse("m.toml", &bad).unwrap_err().to_string();
+        assert!(e.contains("config.wide.tests: test `t3`"), "{e}");
+        let bad = text.replace("smp = 255", "smp = 4096");
+        assert!(Matrix::parse("m.toml", &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("smp = 4096"));
     }
 }

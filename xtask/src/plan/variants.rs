@@ -63,6 +63,7 @@ pub fn use_tree(m: &mut Matrix, name: &str, tree: &Path, rev: &str) {
             }),
             series: vec![],
             selftests_from: None,
+            configs: vec![],
         },
     );
 }
@@ -263,6 +264,7 @@ command = "true"
             source: spanned(SourceSpec::Tarball("/x.tar".into())),
             series: vec![],
             selftests_from: None,
+            configs: vec![],
         };
         m.kernel.insert("6.12".into(), k);
         let e = pick_kernel(&m, None).unwrap_err().to_string();

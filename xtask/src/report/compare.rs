@@ -121,6 +121,7 @@ fn make(
         boots_base: base_boots.len(),
         boots_new: new_boots.len(),
         p_test: p_test(&base_boots, &new_boots, paired),
+        reference: None,
     })
 }
 
@@ -152,7 +153,34 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
                     .iter()
                     .find(|x| x.name == format!("{}{suffix}", w.new))
                 {
-                    out.extend(make(ComparisonKind::Within, m, c, bm, c, nm));
+                    out.extend(make(ComparisonKind::Within, m, c, bm, c, nm).map(|mut x| {
+                        x.reference = w.reference.clone();
+                        x
+                    }));
+                }
+            }
+        }
+    }
+    // Declared pairs of configs: the same kernel variant on two configs
+    // (2 vs 255 possible CPUs), independent boots like two variants.
+    for a in &m.across {
+        for nc in run.cells.iter().filter(|c| c.config == a.new_config) {
+            let Some(bc) = run.cells.iter().find(|c| {
+                c.config == a.base_config
+                    && c.kernel == nc.kernel
+                    && c.variant == nc.variant
+                    && c.arch == nc.arch
+            }) else {
+                continue;
+            };
+            for nm in nc.metrics.iter().filter(|x| x.name.starts_with(&a.metrics)) {
+                if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
+                    out.extend(
+                        make(ComparisonKind::Variants, m, bc, bm, nc, nm).map(|mut x| {
+                            x.reference = a.reference.clone();
+                            x
+                        }),
+                    );
                 }
             }
         }
@@ -209,7 +237,10 @@ pub fn markdown(cs: &[Comparison]) -> String {
             c.ci95_lo,
             c.ci95_hi,
             c.p_value,
-            c.verdict.describe()
+            match &c.reference {
+                Some(r) => format!("{}; {r}", c.verdict.describe()),
+                None => c.verdict.describe().to_string(),
+            }
         );
     }
     s
@@ -343,6 +374,7 @@ mod tests {
             boots_base: 3,
             boots_new: 3,
             p_test: PTest::WelchBootMedians,
+            reference: None,
         };
         let variants = Comparison {
             kind: ComparisonKind::Variants,

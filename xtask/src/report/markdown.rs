@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::schema::{Outcome, Run, TestResult, Verdict};
+use crate::schema::{CellResult, GuestInfo, Outcome, Run, TestResult, Verdict};
 
 fn test_cell(t: &TestResult) -> String {
     let took = t
@@ -60,6 +60,19 @@ pub fn ci_half_pct(ci: Option<(f64, f64)>, median: f64) -> Option<f64> {
         .map(|(lo, hi)| 50.0 * (hi - lo) / median)
 }
 
+/// "2/255": the guest's online and possible CPUs, from its first report.
+fn cpus(c: &CellResult) -> String {
+    let count = |l: &Option<String>| l.as_deref().and_then(GuestInfo::count);
+    match c
+        .guest
+        .as_ref()
+        .map(|g| (count(&g.online), count(&g.possible)))
+    {
+        Some((Some(on), Some(pos))) => format!("{on}/{pos}"),
+        _ => "-".into(),
+    }
+}
+
 pub fn markdown(run: &Run) -> String {
     let mut tests: Vec<String> = Vec::new();
     for c in &run.cells {
@@ -71,12 +84,15 @@ pub fn markdown(run: &Run) -> String {
     }
     let mut s = String::new();
     let _ = writeln!(s, "# kmatrix run {}\n", run.started);
-    let _ = write!(s, "| cell | outcome | expected | accel |");
+    let _ = write!(
+        s,
+        "| cell | outcome | expected | accel | CPUs online/possible |"
+    );
     for t in &tests {
         let _ = write!(s, " {t} |");
     }
     let _ = writeln!(s, " build | boot (wall) | guest |");
-    let _ = write!(s, "|---|---|---|---|");
+    let _ = write!(s, "|---|---|---|---|---|");
     for _ in &tests {
         let _ = write!(s, "---|");
     }
@@ -84,11 +100,12 @@ pub fn markdown(run: &Run) -> String {
     for c in &run.cells {
         let _ = write!(
             s,
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             c.id,
             c.outcome,
             if c.as_expected { "yes" } else { "**NO**" },
-            c.accel
+            c.accel,
+            cpus(c)
         );
         for t in &tests {
             let v = c

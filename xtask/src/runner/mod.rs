@@ -232,6 +232,8 @@ struct Prepared {
     choice: Choice,
     programs: Vec<Program>,
     busybox: PathBuf,
+    /// Tests not run at all (their Kconfig symbol is absent), as results.
+    skipped: Vec<TestResult>,
 }
 
 /// Source, config, build and rootfs. Err(result): a recorded failure.
@@ -316,11 +318,12 @@ fn prepare(
                 .extend(frags.iter().map(|f| ctx.repo_root.join(f)));
         }
     }
-    // Every test the matrix lists shapes the kernel, not only the selected
-    // ones: `--test` filters what runs, it never changes what is built.
-    for tname in ctx.matrix.run.tests.iter().map(|t| t.get_ref()) {
+    // Every test of the cell's config shapes the kernel, not only the
+    // selected ones: `--test` filters what runs, it never changes what is
+    // built.
+    for tname in &ctx.matrix.config_tests(&cell.config) {
         let spec = &ctx.matrix.test[tname];
-        if spec.kind == TestKind::Kselftest {
+        if matches!(spec.kind, TestKind::Kselftest | TestKind::Programs) {
             let rel = format!("{}/config", spec.dir.as_deref().unwrap_or_default());
             // From the commit, not the build tree: that is switched only
             // when something is built.
@@ -385,6 +388,54 @@ fn prepare(
         }
     };
     let _ = std::fs::copy(&config, dir.join("config"));
+    // --- what the tests are about (`needs`): a symbol the tree lacks
+    // skips the test (or program); one it has but left off is an error.
+    let final_config = std::fs::read_to_string(&config).unwrap_or_default();
+    let mut absent: Vec<String> = Vec::new();
+    let mut skipped: Vec<TestResult> = Vec::new();
+    for tname in &cell.tests {
+        let spec = &ctx.matrix.test[tname];
+        for sym in spec
+            .needs
+            .iter()
+            .chain(spec.programs.iter().flat_map(|p| &p.needs))
+        {
+            if absent.contains(sym) || final_config.lines().any(|l| l.trim() == format!("{sym}=y"))
+            {
+                continue;
+            }
+            if source::kconfig_defines(&trees.repo, &commit, sym)? {
+                let what = format!(
+                    "{sym} (needed by test {tname}) is not set in the final .config, though this tree defines it"
+                );
+                let excerpt = format!(
+                    "{what}: one of its dependencies is off; add them to the test's `config` in matrix.toml.\n{}",
+                    final_config
+                        .lines()
+                        .filter(|l| l.contains(sym.as_str()))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+                return Ok(Err(failed(
+                    r,
+                    Outcome::ConfigError,
+                    Evidence::new(EvidenceKind::Host, what, excerpt, Some(config)),
+                )));
+            }
+            absent.push(sym.clone());
+        }
+        if let Some(sym) = spec.needs.iter().find(|s| absent.contains(s)) {
+            ev.note(&format!("test {tname}: skipped, no {sym} in this kernel"));
+            skipped.push(TestResult {
+                name: tname.clone(),
+                outcome: Outcome::Skip,
+                reason: Some(format!("no {sym} in this kernel ({})", cell.kernel)),
+                duration_s: None,
+                cases: vec![],
+                failed_by_cases: false,
+            });
+        }
+    }
     r.timings.config_s = t.elapsed().as_secs_f64();
 
     // --- build: one O= dir per kernel/arch/config, shared by the variants.
@@ -470,6 +521,7 @@ fn prepare(
             &probe_initrd,
             Accel::Kvm,
             None,
+            1,
         ))
     });
     let _ = std::fs::remove_file(&probe_initrd);
@@ -484,9 +536,14 @@ fn prepare(
         arch: cell.arch,
         tree: &test_tree,
         uapi_id: &uapi_id,
+        absent: &absent,
     };
     let mut programs: Vec<Program> = Vec::new();
-    for tname in &cell.tests {
+    for tname in cell
+        .tests
+        .iter()
+        .filter(|t| !skipped.iter().any(|s| &s.name == *t))
+    {
         match guest::compile(&job, tname, &ctx.matrix.test[tname])? {
             CompileOutcome::Ok(prog) => {
                 if !prog.compile_cmd.is_empty() {
@@ -529,6 +586,7 @@ fn prepare(
         choice,
         programs,
         busybox,
+        skipped,
     }))
 }
 
@@ -549,15 +607,22 @@ fn guest_for(
     initrd: &Path,
     accel: Accel,
     results: Option<PathBuf>,
+    boot: u32,
 ) -> qemu::Guest {
     qemu::Guest {
         arch: cell.arch,
         accel,
-        smp: ctx.matrix.run.smp,
+        smp: ctx.matrix.config_smp(&cell.config),
         memory_mb: ctx.matrix.run.memory_mb,
         kernel: image.to_path_buf(),
         initrd: initrd.to_path_buf(),
-        extra_cmdline: ctx.extra_cmdline.clone(),
+        extra_cmdline: ctx.matrix.config[&cell.config]
+            .cmdline
+            .iter()
+            .chain(&ctx.extra_cmdline)
+            .cloned()
+            .chain((boot > 1).then(|| format!("kmatrix.boot={boot}")))
+            .collect(),
         results,
         interactive: false,
     }
@@ -571,6 +636,7 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
         choice,
         programs,
         busybox,
+        skipped,
     } = match prepare(ctx, cell, ev, dir)? {
         Ok(x) => x,
         Err(r) => return Ok(r),
@@ -590,6 +656,7 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
         pre_boot.clone(),
         &image,
         &initrd,
+        &programs,
         &accel,
         1,
         boots,
@@ -636,7 +703,9 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
                 .join("\n"),
             first.logs.console.clone().map(|p| keep_as(&p, "kvm")),
         ));
-        r = boot_once(ctx, cell, ev, dir, again, &image, &initrd, &accel, 1, boots)?;
+        r = boot_once(
+            ctx, cell, ev, dir, again, &image, &initrd, &programs, &accel, 1, boots,
+        )?;
     }
     let mut r = r.0;
     for i in 2..=boots {
@@ -654,12 +723,14 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
             pre_boot.clone(),
             &image,
             &initrd,
+            &programs,
             &accel,
             i,
             boots,
         )?;
         classify::merge_boot(&mut r, next, i);
     }
+    r.tests.extend(skipped);
     Ok(r)
 }
 
@@ -692,6 +763,7 @@ fn boot_once(
     mut r: CellResult,
     image: &Path,
     initrd: &Path,
+    programs: &[Program],
     accel: &Accel,
     i: u32,
     boots: u32,
@@ -714,6 +786,7 @@ fn boot_once(
         initrd,
         accel.clone(),
         Some(results_log.clone()),
+        i,
     );
     let bin = qemu::binary(cell.arch);
     let args = qemu::args(&g);
@@ -763,10 +836,11 @@ fn boot_once(
         console_cap: qemu::console_cap(),
         stderr: exit.stderr.clone(),
     };
-    let tests: Vec<(String, TestKind)> = cell
-        .tests
+    // The tests this boot runs: built, and not limited to earlier boots.
+    let tests: Vec<(String, TestKind)> = programs
         .iter()
-        .map(|t| (t.clone(), ctx.matrix.test[t].kind))
+        .filter(|p| p.last_boot == 0 || i <= p.last_boot)
+        .map(|p| (p.test.clone(), ctx.matrix.test[&p.test].kind))
         .collect();
     let c = classify::classify(&BootInput {
         tests: &tests,
@@ -795,6 +869,7 @@ fn boot_once(
     r.metrics = c.metrics;
     r.evidence.extend(c.evidence);
     r.timings.guest_s = c.guest_s;
+    r.guest = c.guest;
     Ok((r, kvm_failed))
 }
 
@@ -832,6 +907,7 @@ pub fn boot_interactive(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<()> {
         &prep.initrd,
         prep.choice.accel,
         None,
+        1,
     );
     g.extra_cmdline.push("kmatrix.shell".into());
     g.interactive = true;
