@@ -22,6 +22,10 @@ fn out_dir(name: &str) -> PathBuf {
     d
 }
 
+/// The seccomp tests of the default matrix (the cells build with every
+/// test's options; `--test` only picks what runs).
+const SECCOMP_ONLY: &[&str] = &["--test", "seccomp_bpf", "--test", "seccomp_notify"];
+
 /// Runs `xtask matrix` on one cell; returns (exit code, results.json).
 fn run_cell(cell: &str, name: &str, extra: &[&str]) -> (i32, Value, PathBuf) {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -67,7 +71,11 @@ fn case_outcomes(t: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn x86_64_with_series_passes_every_seccomp_case() {
-    let (code, run, out) = run_cell("6.1/seccomp-sync-wakeup/x86_64/tiny", "e2e-x86-series", &[]);
+    let (code, run, out) = run_cell(
+        "6.1/seccomp-sync-wakeup/x86_64/tiny",
+        "e2e-x86-series",
+        SECCOMP_ONLY,
+    );
     let cell = &run["cells"][0];
     assert_eq!(
         cell["outcome"],
@@ -129,7 +137,7 @@ fn x86_64_with_series_passes_every_seccomp_case() {
 
 #[test]
 fn arm64_base_fails_only_the_sync_case_as_expected() {
-    let (code, run, _) = run_cell("6.1/base/arm64/tiny", "e2e-arm64-base", &[]);
+    let (code, run, _) = run_cell("6.1/base/arm64/tiny", "e2e-arm64-base", SECCOMP_ONLY);
     let cell = &run["cells"][0];
     assert_eq!(
         cell["outcome"],
@@ -215,4 +223,117 @@ fn boot_gives_an_interactive_shell() {
     assert!(child.wait().unwrap().success());
     assert!(seen.contains("guest-says-42"), "{seen}");
     assert!(seen.contains("seccomp_bpf"), "{seen}");
+}
+
+/// The issue 9 checks (tests/checks/matrix.toml: the default matrix's
+/// kernels and options, lighter selftest cases and budgets).
+const CHECKS: &[&str] = &[
+    "--matrix",
+    "tests/checks/matrix.toml",
+    "--test",
+    "rseq_selftests",
+    "--test",
+    "membarrier_single",
+    "--test",
+    "membarrier_multi",
+    "--test",
+    "rseq",
+    "--test",
+    "membarrier",
+    "--test",
+    "mm_cid",
+];
+
+fn median(cell: &Value, metric: &str) -> f64 {
+    let m = cell["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == metric)
+        .unwrap_or_else(|| panic!("{metric} missing: {cell}"));
+    let mut s: Vec<f64> = m["samples"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{metric}: no samples: {m}"))
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert!(!s.is_empty(), "{metric}: no samples: {m}");
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
+}
+
+#[test]
+fn rseq_membarrier_mm_cid_checks_run_on_6_12_and_skip_mm_cid_on_6_1() {
+    let (code, run, _) = run_cell("6.12/base/x86_64/tiny", "e2e-checks-6.12", CHECKS);
+    let cell = &run["cells"][0];
+    assert_eq!(
+        cell["outcome"],
+        "pass",
+        "{}",
+        serde_json::to_string_pretty(cell).unwrap()
+    );
+    assert_eq!(code, 0);
+    // The guest says what it had: 2 possible CPUs without a `wide` config.
+    assert_eq!(cell["guest"]["possible"], "0-1", "{}", cell["guest"]);
+    // rseq selftests: every invocation a case, the mm_cid builds included.
+    let rseq = case_outcomes(test(cell, "rseq_selftests"));
+    for name in [
+        "basic_test",
+        "basic_test.own_registration",
+        "param_test.membarrier",
+        "param_test_mm_cid.spinlock",
+    ] {
+        assert!(
+            rseq.iter().any(|(n, o)| n == name && o == "pass"),
+            "{name}: {rseq:?}"
+        );
+    }
+    for t in ["membarrier_single", "membarrier_multi"] {
+        let cases = case_outcomes(test(cell, t));
+        assert!(
+            cases.len() >= 13 && cases.iter().all(|(_, o)| o == "pass"),
+            "{t}: {cases:?}"
+        );
+    }
+    // The seed's orderings, which hold by a wide margin under TCG too.
+    assert!(median(cell, "rseq.counter.rseq") < median(cell, "rseq.counter.atomic"));
+    assert!(median(cell, "rseq.cpu_id.rseq_area") < median(cell, "rseq.cpu_id.getcpu_syscall"));
+    // An IPI to the other vCPU costs more than none.
+    assert!(
+        median(cell, "membarrier.private_expedited.ipi")
+            > median(cell, "membarrier.private_expedited.idle")
+    );
+    // mm_cid ran (SCHED_MM_CID=y was verified) and saw the guest's CPUs.
+    assert_eq!(median(cell, "mm_cid.cpus.possible"), 2.0);
+    assert!(median(cell, "mm_cid.gap.p50") > 0.0);
+
+    // 6.1 has no mm_cid: the check and the mm_cid builds are skipped, by
+    // name, and that is what the matrix expects.
+    let (code, run, _) = run_cell(
+        "6.1/seccomp-sync-wakeup/x86_64/tiny",
+        "e2e-checks-6.1",
+        CHECKS,
+    );
+    let cell = &run["cells"][0];
+    assert_eq!(code, 0, "{}", serde_json::to_string_pretty(cell).unwrap());
+    let mm = test(cell, "mm_cid");
+    assert_eq!(mm["outcome"], "skip");
+    assert!(
+        mm["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no CONFIG_SCHED_MM_CID in this kernel"),
+        "{mm}"
+    );
+    let rseq = case_outcomes(test(cell, "rseq_selftests"));
+    assert!(
+        rseq.iter()
+            .any(|(n, o)| n == "param_test_mm_cid.spinlock" && o == "skip"),
+        "{rseq:?}"
+    );
+    assert!(
+        rseq.iter()
+            .any(|(n, o)| n == "param_test.spinlock" && o == "pass"),
+        "{rseq:?}"
+    );
 }
