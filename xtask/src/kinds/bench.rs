@@ -128,6 +128,45 @@ mod tests {
         assert_eq!(i.errors, ["setup failed"]);
     }
 
+    /// The benchmark with a fresh target per unpinned sample, its real
+    /// output on the development host (x86_64, 2 vCPUs, not a guest, 2 s
+    /// budget, stdout and stderr): the six latencies, one sample each per
+    /// round, and per unpinned configuration three placement shares (one
+    /// value each, summing to 100%) after the last sample. The host kept
+    /// every pair on one CPU, so the fixture shows 100/0/0.
+    #[test]
+    fn seccomp_notify_placement_shares() {
+        let i = Bench.interpret(
+            "seccomp_notify",
+            &fixture("seccomp_notify-host-fresh.results"),
+            &Decl,
+        );
+        assert!(i.errors.is_empty(), "{:?}", i.errors);
+        let latencies: Vec<&Metric> = i.metrics.iter().filter(|m| m.unit == "us/op").collect();
+        assert_eq!(latencies.len(), 6);
+        let n = latencies[0].samples.len();
+        assert!(n >= 10, "{n}");
+        assert!(latencies.iter().all(|m| m.samples.len() == n));
+        for mode in ["default", "sync"] {
+            let share = |class: &str| {
+                let m = metric(
+                    &i,
+                    &format!("seccomp_notify.placement.{mode}.unpinned.{class}_share"),
+                );
+                assert_eq!(m.unit, "%");
+                assert_eq!(m.samples.len(), 1, "{}", m.name);
+                m.samples[0]
+            };
+            let (same, cross, mixed) = (share("same_cpu"), share("cross_cpu"), share("mixed"));
+            assert!((same + cross + mixed - 100.0).abs() < 0.2);
+            assert_eq!(same, 100.0);
+        }
+        // The shares are metrics of the test, hence cases: 6 + 2 x 3.
+        assert_eq!(i.metrics.len(), 12);
+        assert_eq!(i.cases.len(), 12);
+        assert!(i.cases.iter().all(|c| c.outcome == Outcome::Pass));
+    }
+
     // Issue 9's guest programs: their real stdout on the development host
     // (x86_64, 2 vCPUs, not a guest), through the same `interpret`.
 

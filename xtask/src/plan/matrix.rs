@@ -37,6 +37,9 @@ pub use crate::schema::Better;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricSpec {
+    /// Lower when not given (a metric with `compare = false` has no good
+    /// direction).
+    #[serde(default = "default_better")]
     pub better: Better,
     /// Smallest change, in percent, worth calling improved or regressed.
     #[serde(default = "default_min_effect")]
@@ -46,9 +49,21 @@ pub struct MetricSpec {
     /// rule (its arguments) decides how hard it tries.
     #[serde(default)]
     pub target_ci_pct: Option<f64>,
+    /// `false`: reported (samples, median, CI) but never compared, neither
+    /// base vs series nor in a `[[within]]` pair: context for other
+    /// metrics, not a quantity a change of the kernel should move, e.g. the
+    /// share of benchmark samples that landed on one CPU.
+    #[serde(default = "default_compare")]
+    pub compare: bool,
 }
 fn default_min_effect() -> f64 {
     5.0
+}
+fn default_better() -> Better {
+    Better::Lower
+}
+fn default_compare() -> bool {
+    true
 }
 
 #[derive(Debug, Deserialize)]
@@ -496,6 +511,12 @@ impl Matrix {
             })
     }
 
+    /// Whether comparisons take this metric: not when its declaration says
+    /// `compare = false`.
+    pub fn compared(&self, name: &str) -> bool {
+        self.metric_decl(name).is_none_or(|m| m.compare)
+    }
+
     /// The `[metric.PREFIX]` with the longest prefix of `name`.
     pub fn metric_decl(&self, name: &str) -> Option<&MetricSpec> {
         self.metric
@@ -692,6 +713,7 @@ reason = "r"
         assert_eq!(m.metric_spec("b.z"), (Better::Higher, 5.0));
         assert_eq!(m.metric_decl("b.z").unwrap().target_ci_pct, None);
         assert_eq!(m.metric_spec("c"), (Better::Lower, 5.0));
+        assert!(m.compared("b.x.y") && m.compared("c"));
         let e = parse_err(&text.replace("target_ci_pct = 3.0", "target_ci_pct = 0.0"));
         assert!(e.contains("[metric.b.x] target_ci_pct = 0"), "{e}");
         let e = parse_err(&text.replace("min_effect_pct = 2.0", "min_effect_pct = -1.0"));
