@@ -170,6 +170,12 @@ pub struct MatrixArgs {
     /// pooled and comparisons count the spread between boots.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
     boots: Option<u32>,
+    /// Run cell after cell, each with all its boots in a row. By default
+    /// every cell is prepared (built) first, then the boots of compared
+    /// cells (base and variants of one kernel/arch/config) alternate: base
+    /// 1, series 1, base 2, series 2, ...
+    #[arg(long)]
+    pub no_interleave: bool,
     #[command(flatten)]
     source: bisect::SourceArgs,
 }
@@ -422,16 +428,23 @@ pub fn cmd_matrix(
     ctx.cell_timeout_s = a.cell_timeout;
     ctx.boots = a.boots;
     ctx.matrix_path = Some(a.matrix.display().to_string());
+    // Cells to run: those not already in results.json (--resume).
+    let mut todo: Vec<(usize, &matrix::Cell)> = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
-        if signals::interrupted() {
-            break;
-        }
-        let cu = ui.cell(i + 1, cells.len(), &cell.id());
         if resuming && run.cells.iter().any(|c| c.id == cell.id()) {
-            cu.finish("already in results.json (--resume): skipped");
-            continue;
+            ui.cell(i + 1, cells.len(), &cell.id())
+                .finish("already in results.json (--resume): skipped");
+        } else {
+            todo.push((i, cell));
         }
-        let r = runner::run_cell_with_retries(&ctx, cell, a.retries, &cu);
+    }
+    let uis: Vec<ui::CellUi> = todo
+        .iter()
+        .map(|(i, c)| ui.cell(i + 1, cells.len(), &c.id()))
+        .collect();
+    // Records a finished cell: its line, run.log, results.json. False when
+    // the run was interrupted (whatever the cell shows was caused by that).
+    let mut record = |r: results::CellResult, cu: &ui::CellUi| -> Result<bool> {
         let t = &r.timings;
         let line = format!(
             "{}{} (source {:.1}s, config {:.1}s, build {}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s; {})",
@@ -451,13 +464,12 @@ pub fn cmd_matrix(
         );
         cu.finish(&line);
         if signals::interrupted() {
-            // Whatever this cell shows was caused by the interruption.
             ui.println(&format!(
                 "{}: interrupted; not recorded (finish it with --resume {})",
-                cell.id(),
+                r.id,
                 run_dir.display()
             ));
-            break;
+            return Ok(false);
         }
         // One line per finished cell, kept with the run (a sweep's step log).
         if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -466,11 +478,70 @@ pub fn cmd_matrix(
             .open(run_dir.join("run.log"))
         {
             use std::io::Write;
-            let _ = writeln!(f, "{} {} {line}", timestamp(), cell.id());
+            let _ = writeln!(f, "{} {} {line}", timestamp(), r.id);
         }
         run.upsert(r);
         run.comparisons = compare::compare(&run, &m);
         run.save(&results_path)?;
+        Ok(true)
+    };
+    if a.no_interleave {
+        for ((_, cell), cu) in todo.iter().zip(&uis) {
+            if signals::interrupted() {
+                break;
+            }
+            let r = runner::run_cell_with_retries(&ctx, cell, a.retries, cu);
+            if !record(r, cu)? {
+                break;
+            }
+        }
+    } else {
+        // Every cell prepared (built) first; a cell that fails there is
+        // finished at once. Then the schedule picks each next boot.
+        let mut live: Vec<Option<runner::CellRun>> = Vec::new();
+        for ((_, cell), cu) in todo.iter().zip(&uis) {
+            if signals::interrupted() {
+                break;
+            }
+            live.push(Some(runner::start_cell(&ctx, cell, cu)));
+        }
+        let refs: Vec<&matrix::Cell> = todo.iter().map(|(_, c)| *c).collect();
+        let groups = runner::schedule::groups(&refs);
+        let mut go = true;
+        while go {
+            // Finish the cells that want no more boots, in matrix order.
+            for (k, slot) in live.iter_mut().enumerate() {
+                if slot.as_ref().is_some_and(|c| !c.wants_boot()) && !signals::interrupted() {
+                    let first = slot.take().unwrap().finish(&ctx);
+                    let r = runner::retry(&ctx, todo[k].1, first, a.retries, &uis[k]);
+                    if !record(r, &uis[k])? {
+                        go = false;
+                        break;
+                    }
+                }
+            }
+            let slots: Vec<runner::schedule::Slot> = live
+                .iter()
+                .zip(&groups)
+                .map(|(c, &group)| runner::schedule::Slot {
+                    group,
+                    booted: c.as_ref().map_or(0, |c| c.booted()),
+                    wants: c.as_ref().is_some_and(|c| c.wants_boot()),
+                })
+                .collect();
+            match runner::schedule::next(&slots) {
+                Some(k) if go && !signals::interrupted() => {
+                    live[k].as_mut().unwrap().boot_next(&ctx, &uis[k])
+                }
+                _ => go = false,
+            }
+        }
+        if signals::interrupted() {
+            ui.println(&format!(
+                "interrupted; cells not finished are not recorded (finish them with --resume {})",
+                run_dir.display()
+            ));
+        }
     }
     let summary = report::markdown::markdown(&run) + &compare::markdown(&run.comparisons);
     std::fs::write(run_dir.join("summary.md"), &summary)?;
