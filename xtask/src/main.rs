@@ -101,6 +101,17 @@ enum Cmd {
         #[arg(long)]
         fail_on_regression: bool,
     },
+    /// A/A false-alarm rate over runs made with `matrix --aa`: per arch the
+    /// verdicts of base vs base~aa and the goals (exit 1 when one is not met).
+    AaRate {
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
+        /// Only metrics starting with PREFIX (repeatable; default all).
+        #[arg(long, value_name = "PREFIX")]
+        metric: Vec<String>,
+    },
     /// Merge results.json files (dirs or files) into one run; recompute comparisons and reports.
     Merge {
         #[arg(long)]
@@ -170,6 +181,11 @@ pub struct MatrixArgs {
     /// pooled and comparisons count the spread between boots.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
     boots: Option<u32>,
+    /// A/A: every kernel's base also runs as `base~aa` (the same cached
+    /// kernel), compared with `base` like a series; count the verdicts of
+    /// several such runs with `aa-rate`.
+    #[arg(long)]
+    pub aa: bool,
     /// Run cell after cell, each with all its boots in a row. By default
     /// every cell is prepared (built) first, then the boots of compared
     /// cells (base and variants of one kernel/arch/config) alternate: base
@@ -237,6 +253,11 @@ fn main() -> ExitCode {
             fail_on_regression,
             ..
         } => cmd_compare(&root, run_dir, &matrix, fail_on_regression),
+        Cmd::AaRate {
+            runs,
+            matrix,
+            metric,
+        } => cmd_report::cmd_aa_rate(&runs, &matrix, &metric),
         Cmd::Merge {
             out,
             runs,
@@ -359,6 +380,7 @@ pub fn cmd_matrix(
         a.kernel.first().map(String::as_str),
     )?;
     derive(&mut m, &cache)?;
+    m.aa = a.aa;
     let filters = matrix::Filters {
         arch: a.arch,
         kernel: a.kernel,

@@ -29,6 +29,25 @@ pub struct Matrix {
     /// Pairs of metrics compared inside one cell, e.g. sync vs default.
     #[serde(default)]
     pub within: Vec<Within>,
+    /// `matrix --aa`: every kernel also runs `AA_VARIANT`, the base a
+    /// second time under another name (not a matrix.toml key).
+    #[serde(skip)]
+    pub aa: bool,
+}
+
+/// The A/A twin of `base` (`matrix --aa`): the same commit, hence the same
+/// cached kernel image and the same expectations, compared with `base`
+/// like a series, where any verdict but "no change" is a false alarm.
+pub const AA_VARIANT: &str = "base~aa";
+
+/// The variant whose kernel and expectations a variant has: `base` for the
+/// A/A twin, itself otherwise.
+pub fn built_as(variant: &str) -> &str {
+    if variant == AA_VARIANT {
+        "base"
+    } else {
+        variant
+    }
 }
 
 /// Declared here, kept with every comparison in results.json.
@@ -460,6 +479,9 @@ impl Matrix {
         check("kernel", &f.kernel, self.kernel.keys().cloned().collect())?;
         check("test", &f.test, tests.clone())?;
         let mut variants = vec!["base".to_string()];
+        if self.aa {
+            variants.push(AA_VARIANT.to_string());
+        }
         variants.extend(self.series.keys().cloned());
         check("variant", &f.variant, variants)?;
 
@@ -468,6 +490,9 @@ impl Matrix {
         let mut cells = Vec::new();
         for (kname, k) in &self.kernel {
             let mut vs = vec!["base".to_string()];
+            if self.aa {
+                vs.push(AA_VARIANT.to_string());
+            }
             vs.extend(k.series.iter().map(|s| s.get_ref().clone()));
             for v in &vs {
                 for a in &arches {
@@ -528,10 +553,17 @@ impl Matrix {
 
     /// Expectations that apply to a cell, in file order: its id matches and
     /// the test is one the cell runs (`--test` may have left tests out).
+    /// The A/A twin has its base's expectations.
     pub fn expectations<'a>(&'a self, cell: &Cell) -> Vec<&'a Expect> {
+        let id = Cell {
+            variant: built_as(&cell.variant).to_string(),
+            tests: vec![],
+            ..cell.clone()
+        }
+        .id();
         self.expect
             .iter()
-            .filter(|e| glob_match(&e.cell, &cell.id()) && cell.tests.contains(e.test.get_ref()))
+            .filter(|e| glob_match(&e.cell, &id) && cell.tests.contains(e.test.get_ref()))
             .collect()
     }
 }
@@ -741,13 +773,40 @@ reason = "r"
         assert_eq!(reasons(&cell("s1", &["t1", "t2"])), ["r2"]);
         // `--test t1`: the expectation about t2 must not report it missing.
         assert_eq!(reasons(&cell("base", &["t1"])), ["r"]);
+        assert_eq!(reasons(&cell(AA_VARIANT, &["t1"])), ["r"]);
     }
 
     #[test]
     fn the_repository_matrix_is_valid() {
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
             .unwrap();
-        let m = Matrix::parse("matrix.toml", &text).unwrap();
+        let mut m = Matrix::parse("matrix.toml", &text).unwrap();
         assert_eq!(m.cells(&Filters::default()).unwrap().len(), 4);
+        // --aa: the base twice per arch, the twin right after the base.
+        m.aa = true;
+        let ids: Vec<String> = m
+            .cells(&Filters::default())
+            .unwrap()
+            .iter()
+            .map(Cell::id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "6.1/base/x86_64/tiny",
+                "6.1/base/arm64/tiny",
+                "6.1/base~aa/x86_64/tiny",
+                "6.1/base~aa/arm64/tiny",
+                "6.1/seccomp-sync-wakeup/x86_64/tiny",
+                "6.1/seccomp-sync-wakeup/arm64/tiny"
+            ]
+        );
+        let only_aa = Filters {
+            variant: vec![AA_VARIANT.into()],
+            ..Default::default()
+        };
+        assert_eq!(m.cells(&only_aa).unwrap().len(), 2);
+        assert_eq!(built_as(AA_VARIANT), "base");
+        assert_eq!(built_as("seccomp-sync-wakeup"), "seccomp-sync-wakeup");
     }
 }

@@ -124,14 +124,24 @@ fn new_result(cell: &Cell, ctx: &Ctx) -> CellResult {
         Some(p) if p != "matrix.toml" => format!(" --matrix {p}"),
         _ => String::new(),
     };
+    // The A/A twin exists with --aa only; it boots its base's kernel.
+    let (aa, boot_id) = if cell.variant == crate::plan::matrix::AA_VARIANT {
+        let base = Cell {
+            variant: "base".into(),
+            ..cell.clone()
+        };
+        (" --aa", base.id())
+    } else {
+        ("", cell.id())
+    };
     CellResult {
         reproduce: Reproduce {
             xtask: format!(
-                "cargo xtask matrix{matrix} --cell {} --out {}",
+                "cargo xtask matrix{matrix}{aa} --cell {} --out {}",
                 cell.id(),
                 ctx.run_dir.display()
             ),
-            boot: format!("cargo xtask boot{matrix} {}", cell.id()),
+            boot: format!("cargo xtask boot{matrix} {boot_id}"),
             ..Default::default()
         },
         ..CellResult::blank(&cell.id(), Outcome::InfraError)
@@ -145,7 +155,7 @@ fn variant_commit(
     trees: &Trees,
     variant: &str,
 ) -> Result<std::result::Result<String, (PathBuf, String)>> {
-    let series = if variant == "base" {
+    let series = if crate::plan::matrix::built_as(variant) == "base" {
         None
     } else {
         Some(ctx.series(variant)?)
