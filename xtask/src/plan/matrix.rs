@@ -776,6 +776,30 @@ reason = "r"
         assert_eq!(reasons(&cell(AA_VARIANT, &["t1"])), ["r"]);
     }
 
+    /// tests/planted: base and four delay series per arch, one patch each,
+    /// the benchmark only, its placement shares never compared.
+    #[test]
+    fn the_planted_matrix_is_valid() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let path = format!("{root}/tests/planted/matrix.toml");
+        let m = Matrix::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+        let cells = m.cells(&Filters::default()).unwrap();
+        assert_eq!(cells.len(), 10);
+        assert!(cells.iter().all(|c| c.tests == ["seccomp_notify"]));
+        for (name, spec) in &m.series {
+            let s = crate::build::source::Series::load(
+                name,
+                &std::path::Path::new(root).join(&spec.dir),
+            )
+            .unwrap();
+            assert_eq!(s.patches.len(), 1, "{name}");
+            let us = name.trim_start_matches("delay-").trim_end_matches("us");
+            let patch = std::fs::read_to_string(&s.patches[0]).unwrap();
+            assert!(patch.contains(&format!("+\tudelay({us});\n")), "{name}");
+        }
+        assert!(!m.compared("seccomp_notify.placement.default.unpinned.same_cpu_share"));
+    }
+
     #[test]
     fn the_repository_matrix_is_valid() {
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
