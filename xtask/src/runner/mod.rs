@@ -779,8 +779,8 @@ fn boot_step(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path, b: &mut Bootin
                 .join("\n"),
             first.logs.console.clone().map(|p| keep_as(&p, "kvm")),
         ));
-        // Later boots start from what this one records (accel, reason).
-        b.pre_boot = again.clone();
+        // Later boots start from `pre_boot` again: merge_boot keeps the
+        // first boot's accelerator fields and evidence, once.
         r = timed_boot(ctx, cell, ev, dir, b, again, 1)?.0;
     }
     // Repeat boots pool benchmark samples and expose boot-to-boot spread;
