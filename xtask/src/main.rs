@@ -460,10 +460,6 @@ pub fn cmd_matrix(
             todo.push((i, cell));
         }
     }
-    let uis: Vec<ui::CellUi> = todo
-        .iter()
-        .map(|(i, c)| ui.cell(i + 1, cells.len(), &c.id()))
-        .collect();
     // Records a finished cell: its line, run.log, results.json. False when
     // the run was interrupted (whatever the cell shows was caused by that).
     let mut record = |r: results::CellResult, cu: &ui::CellUi| -> Result<bool> {
@@ -508,16 +504,22 @@ pub fn cmd_matrix(
         Ok(true)
     };
     if a.no_interleave {
-        for ((_, cell), cu) in todo.iter().zip(&uis) {
+        for (i, cell) in &todo {
             if signals::interrupted() {
                 break;
             }
-            let r = runner::run_cell_with_retries(&ctx, cell, a.retries, cu);
-            if !record(r, cu)? {
+            let cu = ui.cell(i + 1, cells.len(), &cell.id());
+            let r = runner::run_cell_with_retries(&ctx, cell, a.retries, &cu);
+            if !record(r, &cu)? {
                 break;
             }
         }
     } else {
+        // A progress line per cell from the start: all are in flight.
+        let uis: Vec<ui::CellUi> = todo
+            .iter()
+            .map(|(i, c)| ui.cell(i + 1, cells.len(), &c.id()))
+            .collect();
         // Every cell prepared (built) first; a cell that fails there is
         // finished at once. Then the schedule picks each next boot.
         let mut live: Vec<Option<runner::CellRun>> = Vec::new();
@@ -558,9 +560,13 @@ pub fn cmd_matrix(
                 _ => go = false,
             }
         }
-        if signals::interrupted() {
-            ui.println(&format!(
-                "interrupted; cells not finished are not recorded (finish them with --resume {})",
+        // Only an interruption leaves cells unfinished (or unprepared).
+        for (k, cu) in uis.iter().enumerate() {
+            if live.get(k).is_some_and(|c| c.is_none()) {
+                continue;
+            }
+            cu.finish(&format!(
+                "interrupted; not recorded (finish it with --resume {})",
                 run_dir.display()
             ));
         }
