@@ -189,7 +189,7 @@ pub struct CellRun<'c> {
 
 enum State {
     /// Failed before or during its boots: the result is final.
-    Done(CellResult),
+    Done(Box<CellResult>),
     Booting(Box<Booting>),
 }
 
@@ -227,8 +227,8 @@ pub fn start_cell<'c>(ctx: &Ctx, cell: &'c Cell, sink: &dyn Sink) -> CellRun<'c>
                 records: vec![],
             }))
         }
-        Ok(Err(r)) => State::Done(r),
-        Err(e) => State::Done(harness_error(cell, ctx, &e)),
+        Ok(Err(r)) => State::Done(Box::new(r)),
+        Err(e) => State::Done(Box::new(harness_error(cell, ctx, &e))),
     };
     CellRun {
         cell,
@@ -283,7 +283,7 @@ impl CellRun<'_> {
         let ev = CellEvents { cell: &id, sink };
         if let State::Booting(b) = &mut self.state {
             if let Err(e) = boot_step(ctx, self.cell, &ev, &self.dir, b) {
-                self.state = State::Done(harness_error(self.cell, ctx, &e));
+                self.state = State::Done(Box::new(harness_error(self.cell, ctx, &e)));
             }
         }
         self.busy += t.elapsed();
@@ -293,7 +293,7 @@ impl CellRun<'_> {
     /// expectations.
     pub fn finish(self, ctx: &Ctx) -> CellResult {
         let mut r = match self.state {
-            State::Done(r) => r,
+            State::Done(r) => *r,
             State::Booting(b) => {
                 let Booting {
                     merged,
