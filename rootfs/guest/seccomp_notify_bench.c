@@ -594,9 +594,11 @@ static double run_sample(struct config *c, uint64_t loops, int *where)
 {
 	int64_t ns;
 
+	/* Unpin first: a target forked by a supervisor still pinned for the
+	 * previous configuration would start on that CPU, next to it. */
+	set_own_affinity(c);
 	if (c->fresh)
 		pair_replace(c);
-	set_own_affinity(c);
 	/* Arm the SIGCHLD escape before checking the flag: no gap where a
 	 * death could be missed. */
 	active_listener = c->pair.listener;

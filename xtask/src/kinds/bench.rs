@@ -132,8 +132,9 @@ mod tests {
     /// output on the development host (x86_64, 2 vCPUs, not a guest, 2 s
     /// budget, stdout and stderr): the six latencies, one sample each per
     /// round, and per unpinned configuration three placement shares (one
-    /// value each, summing to 100%) after the last sample. The host kept
-    /// every pair on one CPU, so the fixture shows 100/0/0.
+    /// value each, summing to 100%) after the last sample. On that host
+    /// default mode drew both placements (3 of 16 samples on one CPU, 8
+    /// across, 5 mixed) and sync mode kept every pair on one CPU.
     #[test]
     fn seccomp_notify_placement_shares() {
         let i = Bench.interpret(
@@ -144,23 +145,45 @@ mod tests {
         assert!(i.errors.is_empty(), "{:?}", i.errors);
         let latencies: Vec<&Metric> = i.metrics.iter().filter(|m| m.unit == "us/op").collect();
         assert_eq!(latencies.len(), 6);
-        let n = latencies[0].samples.len();
-        assert!(n >= 10, "{n}");
-        assert!(latencies.iter().all(|m| m.samples.len() == n));
+        assert!(latencies.iter().all(|m| m.samples.len() == 16));
+        let share = |mode: &str, class: &str| {
+            let m = metric(
+                &i,
+                &format!("seccomp_notify.placement.{mode}.unpinned.{class}_share"),
+            );
+            assert_eq!(m.unit, "%");
+            assert_eq!(m.samples.len(), 1, "{}", m.name);
+            m.samples[0]
+        };
         for mode in ["default", "sync"] {
-            let share = |class: &str| {
-                let m = metric(
-                    &i,
-                    &format!("seccomp_notify.placement.{mode}.unpinned.{class}_share"),
-                );
-                assert_eq!(m.unit, "%");
-                assert_eq!(m.samples.len(), 1, "{}", m.name);
-                m.samples[0]
-            };
-            let (same, cross, mixed) = (share("same_cpu"), share("cross_cpu"), share("mixed"));
-            assert!((same + cross + mixed - 100.0).abs() < 0.2);
-            assert_eq!(same, 100.0);
+            let sum: f64 = ["same_cpu", "cross_cpu", "mixed"]
+                .iter()
+                .map(|c| share(mode, c))
+                .sum();
+            assert!((sum - 100.0).abs() < 0.2, "{mode}: {sum}");
         }
+        assert_eq!(
+            (
+                share("default", "same_cpu"),
+                share("default", "cross_cpu"),
+                share("default", "mixed")
+            ),
+            (18.8, 50.0, 31.2)
+        );
+        assert_eq!(share("sync", "same_cpu"), 100.0);
+        // The mixture is visible in the samples: the fastest unpinned
+        // sample runs at same-CPU speed, the median at cross-CPU speed.
+        let lo = |n: &str| {
+            metric(&i, n)
+                .samples
+                .iter()
+                .cloned()
+                .fold(f64::INFINITY, f64::min)
+        };
+        let same = median(metric(&i, "seccomp_notify.default.same-cpu"));
+        let cross = median(metric(&i, "seccomp_notify.default.cross-cpu"));
+        assert!(lo("seccomp_notify.default.unpinned") < 2.0 * same);
+        assert!(median(metric(&i, "seccomp_notify.default.unpinned")) > cross / 2.0);
         // The shares are metrics of the test, hence cases: 6 + 2 x 3.
         assert_eq!(i.metrics.len(), 12);
         assert_eq!(i.cases.len(), 12);
