@@ -19,10 +19,24 @@
  *             cross-cpu supervisor on the first, target on the second
  *                       allowed CPU
  *
- * Each configuration keeps one long-lived target process; this process is
- * the supervisor for all of them.  Samples are taken round-robin (sample k
- * of every configuration before sample k+1 of any) so slow drift, e.g. in
- * an emulator, spreads evenly over the configurations.
+ * The pinned configurations keep one long-lived target process each; this
+ * process is the supervisor for all of them.  An unpinned configuration
+ * gets a fresh target for every sample (and for every warm-up sample), so
+ * the scheduler draws the two tasks' placement once per sample, not once
+ * per run: one long-lived pair would make the whole run (the whole boot)
+ * either same-CPU or cross-CPU, two speeds far apart.  Samples are taken
+ * round-robin (sample k of every configuration before sample k+1 of any)
+ * so slow drift, e.g. in an emulator, spreads evenly over the
+ * configurations.
+ *
+ * Placement of an unpinned sample: its timed loop runs in PROBE_CHUNKS
+ * chunks with the clock stopped in between; before the first chunk, between
+ * chunks and after the last, with the target parked inside gettid, the
+ * supervisor reads its own CPU (sched_getcpu) and the target's
+ * (/proc/<pid>/stat, field 39: the CPU it last ran on).  The sample is
+ * same-CPU if every probe saw both on one CPU, cross-CPU if none did, and
+ * mixed otherwise.  What happens between two probes is not seen: a task
+ * that moves away and back within a chunk goes unnoticed.
  *
  * Stopping: after the warm-up rounds, rounds continue until one of
  *   - --samples rounds were measured (the maximum);
@@ -39,6 +53,11 @@
  *       one line per measured sample, in the order measured
  *   SKIP seccomp_notify.<mode>.<placement> <reason>
  *       once per configuration that cannot run, before any METRIC
+ *   METRIC seccomp_notify.placement.<mode>.unpinned.<class>_share <pct> %
+ *       after the last sample, for each unpinned configuration and each
+ *       class (same_cpu, cross_cpu, mixed): its share of the samples, in
+ *       percent with 1 decimal; not a latency (matrix.toml declares the
+ *       prefix seccomp_notify.placement. as not compared)
  *   ERROR <text>
  *       unexpected failure; the program then exits 1
  * Everything else (header, warm-up values, summary) goes to stderr.
@@ -105,10 +124,20 @@ static const char *const placement_names[NPLACEMENTS] = {
 	"unpinned", "same-cpu", "cross-cpu"
 };
 
+/* Where the two tasks of an unpinned sample ran, as far as the probes see. */
+enum { WHERE_SAME, WHERE_CROSS, WHERE_MIXED, NWHERE };
+static const char *const where_names[NWHERE] = {
+	"same_cpu", "cross_cpu", "mixed"
+};
+
+/* Timed chunks per unpinned sample; PROBE_CHUNKS + 1 placement probes. */
+#define PROBE_CHUNKS 4
+
 struct pair {
 	pid_t pid;		/* target process, -1 if none */
 	int listener;		/* notification fd, -1 if none */
 	uint64_t pending_id;	/* received but not yet answered notification */
+	int stat_fd;		/* /proc/<pid>/stat of the target, -1 if none */
 };
 
 struct config {
@@ -119,13 +148,15 @@ struct config {
 	cpu_set_t sup_cpus;	/* supervisor (this process) affinity */
 	cpu_set_t tgt_cpus;	/* target affinity */
 	struct pair pair;
+	bool fresh;		/* a new target per sample (unpinned) */
+	unsigned long where[NWHERE];	/* measured samples by placement */
 	double *samples;
 	unsigned long nsamples;
 };
 
 static struct config configs[NMODES * NPLACEMENTS];
 static unsigned int nconfigs;
-static struct pair probe_pair = { -1, -1, 0 };
+static struct pair probe_pair = { -1, -1, 0, -1 };
 static int devnull_fd = -1;
 
 static volatile sig_atomic_t child_died;
@@ -147,6 +178,10 @@ static void pair_stop(struct pair *p)
 	if (p->listener >= 0) {
 		close(p->listener);
 		p->listener = -1;
+	}
+	if (p->stat_fd >= 0) {
+		close(p->stat_fd);
+		p->stat_fd = -1;
 	}
 }
 
@@ -478,12 +513,92 @@ static void run_loops(struct config *c, uint64_t loops)
 	c->pair.pending_id = id;
 }
 
-static double run_sample(struct config *c, uint64_t loops)
+static int64_t ns_between(const struct timespec *t0, const struct timespec *t1)
+{
+	return (int64_t)(t1->tv_sec - t0->tv_sec) * 1000000000 +
+	       (t1->tv_nsec - t0->tv_nsec);
+}
+
+/* The CPU the target last ran on: field 39 of /proc/<pid>/stat.  The
+ * target is parked in gettid while this runs, so it is where it sleeps. */
+static int target_cpu(const struct config *c)
+{
+	char buf[1024], *p;
+	ssize_t n;
+	int field;
+
+	n = pread(c->pair.stat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		die("%s: reading /proc/%d/stat: %s", c->name, (int)c->pair.pid,
+		    n < 0 ? strerror(errno) : "empty");
+	buf[n] = '\0';
+	/* The command name (field 2) is in parentheses and may hold blanks. */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 39; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		die("%s: /proc/%d/stat has no field 39", c->name,
+		    (int)c->pair.pid);
+	return atoi(p + 1);
+}
+
+/* Whether supervisor and target are on one CPU right now. */
+static bool probe_same_cpu(const struct config *c)
+{
+	int cpu = sched_getcpu();
+
+	if (cpu < 0)
+		die("%s: sched_getcpu: %s", c->name, strerror(errno));
+	return cpu == target_cpu(c);
+}
+
+/*
+ * Timed round trips of one sample, in ns.  With @where, in PROBE_CHUNKS
+ * chunks with a placement probe before, between and after them, the clock
+ * stopped while probing; *where says what the probes saw.
+ */
+static int64_t timed_loops(struct config *c, uint64_t loops, int *where)
 {
 	struct timespec t0, t1;
+	unsigned int k, same = 0;
+	int64_t ns = 0;
+
+	if (!where) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		run_loops(c, loops);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		return ns_between(&t0, &t1);
+	}
+	for (k = 0; k < PROBE_CHUNKS; k++) {
+		/* Spread @loops over the chunks; the first ones take the rest. */
+		uint64_t n = loops / PROBE_CHUNKS + (k < loops % PROBE_CHUNKS);
+
+		same += probe_same_cpu(c);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		run_loops(c, n);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ns += ns_between(&t0, &t1);
+	}
+	same += probe_same_cpu(c);
+	*where = same == PROBE_CHUNKS + 1 ? WHERE_SAME :
+		 same == 0 ? WHERE_CROSS : WHERE_MIXED;
+	return ns;
+}
+
+static void config_start(struct config *c);
+static void pair_replace(struct config *c);
+
+/* One sample in us per round trip; for a fresh-pair configuration also
+ * where it ran (*where), else *where is left alone. */
+static double run_sample(struct config *c, uint64_t loops, int *where)
+{
 	int64_t ns;
 
+	/* Unpin first: a target forked by a supervisor still pinned for the
+	 * previous configuration would start on that CPU, next to it. */
 	set_own_affinity(c);
+	if (c->fresh)
+		pair_replace(c);
 	/* Arm the SIGCHLD escape before checking the flag: no gap where a
 	 * death could be missed. */
 	active_listener = c->pair.listener;
@@ -491,19 +606,14 @@ static double run_sample(struct config *c, uint64_t loops)
 		notif_fail(c, "before sample");
 
 	/*
-	 * The pair has been idle while the other configurations ran and this
-	 * process may just have migrated; an untimed burst brings caches and
-	 * the scheduler's placement back to steady state.
+	 * The pair has been idle while the other configurations ran (or was
+	 * just started) and this process may just have migrated; an untimed
+	 * burst brings caches and the scheduler's placement to steady state.
 	 */
 	run_loops(c, loops / 10 < 1000 ? loops / 10 : 1000);
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	run_loops(c, loops);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ns = timed_loops(c, loops, c->fresh ? where : NULL);
 	active_listener = -1;
-
-	ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 +
-	     (t1.tv_nsec - t0.tv_nsec);
 	return (double)ns / 1000.0 / (double)loops;
 }
 
@@ -511,9 +621,18 @@ static double run_sample(struct config *c, uint64_t loops)
  * notification so the pair is in the state run_loops() expects. */
 static void config_start(struct config *c)
 {
+	char path[64];
+
 	c->pair.pid = -1;
 	c->pair.listener = -1;
+	c->pair.stat_fd = -1;
 	pair_start(&c->pair, &c->tgt_cpus, c->name);
+	if (c->fresh) {
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)c->pair.pid);
+		c->pair.stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (c->pair.stat_fd < 0)
+			die("%s: open %s: %s", c->name, path, strerror(errno));
+	}
 	if (c->mode == MODE_SYNC &&
 	    ioctl(c->pair.listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
 		  (unsigned long)SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0)
@@ -524,6 +643,40 @@ static void config_start(struct config *c)
 		notif_fail(c, "before first notification");
 	c->pair.pending_id = notif_recv(c);
 	active_listener = -1;
+}
+
+/*
+ * Replace the configuration's target with a fresh one.  SIGCHLD is blocked
+ * while ours is killed and reaped, and the one signal that left pending is
+ * taken, so our own kill does not read as a death; a target of another
+ * configuration that died meanwhile is looked for (without reaping it, so
+ * describe_dead_targets() can still say how) and flagged.
+ */
+static void pair_replace(struct config *c)
+{
+	static const struct timespec zero = { 0, 0 };
+	sigset_t chld, old;
+	unsigned int i;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &chld, &old) != 0)
+		die("%s: sigprocmask: %s", c->name, strerror(errno));
+	pair_stop(&c->pair);
+	while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
+		;
+	for (i = 0; i < nconfigs; i++) {
+		siginfo_t si;
+
+		memset(&si, 0, sizeof(si));
+		if (configs[i].pair.pid > 0 &&
+		    waitid(P_PID, (id_t)configs[i].pair.pid, &si,
+			   WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid)
+			child_died = 1;
+	}
+	if (sigprocmask(SIG_SETMASK, &old, NULL) != 0)
+		die("%s: sigprocmask: %s", c->name, strerror(errno));
+	config_start(c);
 }
 
 /*
@@ -568,6 +721,8 @@ static void usage(FILE *f)
 		"  -b, --budget-s S       S seconds after the first round (0 = none)\n"
 		"  -h, --help             show this help\n"
 		"stdout lines: METRIC seccomp_notify.<mode>.<placement> <x.xxx> us/op |\n"
+		"              METRIC seccomp_notify.placement.<mode>.unpinned.<class>_share\n"
+		"                     <pct> %% (class: same_cpu, cross_cpu, mixed) |\n"
 		"              SKIP seccomp_notify.<mode>.<placement> <reason> | ERROR <text>\n",
 		prog_name, DEFAULT_LOOPS, DEFAULT_SAMPLES, DEFAULT_WARMUP,
 		DEFAULT_MIN_SAMPLES);
@@ -831,6 +986,8 @@ int main(int argc, char **argv)
 			c->mode = m;
 			c->pair.pid = -1;
 			c->pair.listener = -1;
+			c->pair.stat_fd = -1;
+			c->fresh = pl == PL_UNPINNED;
 			c->sup_cpus = allowed;
 			c->tgt_cpus = allowed;
 			if (m == MODE_SYNC && sync_err) {
@@ -892,16 +1049,20 @@ int main(int argc, char **argv)
 
 		for (i = 0; i < nconfigs; i++) {
 			struct config *c = &configs[i];
+			int where = -1;
 			double us;
 
 			if (c->skip)
 				continue;
-			us = run_sample(c, loops);
+			us = run_sample(c, loops, &where);
 			if (round < warmup) {
-				fprintf(stderr, "# warmup %s %.3f us/op\n",
-					c->name, us);
+				fprintf(stderr, "# warmup %s %.3f us/op%s%s\n",
+					c->name, us, where < 0 ? "" : " ",
+					where < 0 ? "" : where_names[where]);
 				continue;
 			}
+			if (where >= 0)
+				c->where[where]++;
 			c->samples[c->nsamples++] = us;
 			printf("METRIC %s %.3f us/op\n", c->name, us);
 			n = c->nsamples;
@@ -926,6 +1087,20 @@ int main(int argc, char **argv)
 	free(scratch);
 
 	teardown_all();
+
+	for (i = 0; i < nconfigs; i++) {
+		struct config *c = &configs[i];
+		int w;
+
+		if (c->skip || !c->fresh || !c->nsamples)
+			continue;
+		for (w = 0; w < NWHERE; w++)
+			printf("METRIC seccomp_notify.placement.%s.%s.%s_share "
+			       "%.1f %%\n", mode_names[c->mode],
+			       placement_names[PL_UNPINNED], where_names[w],
+			       100.0 * (double)c->where[w] /
+			       (double)c->nsamples);
+	}
 
 	for (i = 0; i < nconfigs; i++) {
 		struct config *c = &configs[i];

@@ -1,8 +1,9 @@
 //! CLI glue for the commands that read finished runs: `merge` (several
 //! results.json into one, comparisons recomputed), `report` (JUnit, HTML,
 //! KCIDB, GitHub step summary and annotations), `compare RUN_A RUN_B`
-//! (the same statistics across two runs) and `list --groups` (the CI
-//! fan-out: one job per kernel/arch/config running all its variants).
+//! (the same statistics across two runs), `aa-rate` (A/A false alarms over
+//! runs made with `matrix --aa`) and `list --groups` (the CI fan-out: one
+//! job per kernel/arch/config running all its variants).
 //!
 //! The file IO and environment live here; what is computed lives in
 //! `report/` and is pure.
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::plan::matrix::{Filters, Matrix};
-use crate::report::{compare, gha, html, junit, kcidb, markdown, merge};
+use crate::report::{aa, compare, gha, html, junit, kcidb, markdown, merge};
 use crate::schema::{Comparison, Run, SCHEMA_VERSION};
 
 /// `DIR/results.json`, or the file itself when given one.
@@ -364,4 +365,19 @@ pub fn cmd_list_groups(matrix_path: &Path, json: bool) -> Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// `aa-rate RUN...`: the comparisons of each run recomputed with the
+/// matrix's declarations, the A/A ones counted per arch. 0 when every goal
+/// is met, 1 otherwise.
+pub fn cmd_aa_rate(runs: &[PathBuf], matrix: &Path, metrics: &[String]) -> Result<u8> {
+    let m = crate::load_matrix(matrix)?;
+    let mut all = Vec::new();
+    for p in runs {
+        let run = load_run(p)?;
+        all.push((p.display().to_string(), compare::compare(&run, &m)));
+    }
+    let t = aa::tally(&all, metrics);
+    print!("{}", aa::text(&t));
+    Ok(if aa::all_met(&t) { 0 } else { 1 })
 }

@@ -101,6 +101,17 @@ enum Cmd {
         #[arg(long)]
         fail_on_regression: bool,
     },
+    /// A/A false-alarm rate over runs made with `matrix --aa`: per arch the
+    /// verdicts of base vs base~aa and the goals (exit 1 when one is not met).
+    AaRate {
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        #[arg(long, default_value = "matrix.toml")]
+        matrix: PathBuf,
+        /// Only metrics starting with PREFIX (repeatable; default all).
+        #[arg(long, value_name = "PREFIX")]
+        metric: Vec<String>,
+    },
     /// Merge results.json files (dirs or files) into one run; recompute comparisons and reports.
     Merge {
         #[arg(long)]
@@ -170,6 +181,17 @@ pub struct MatrixArgs {
     /// pooled and comparisons count the spread between boots.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
     boots: Option<u32>,
+    /// A/A: every kernel's base also runs as `base~aa` (the same cached
+    /// kernel), compared with `base` like a series; count the verdicts of
+    /// several such runs with `aa-rate`.
+    #[arg(long)]
+    pub aa: bool,
+    /// Run cell after cell, each with all its boots in a row. By default
+    /// every cell is prepared (built) first, then the boots of compared
+    /// cells (base and variants of one kernel/arch/config) alternate: base
+    /// 1, series 1, base 2, series 2, ...
+    #[arg(long)]
+    pub no_interleave: bool,
     #[command(flatten)]
     source: bisect::SourceArgs,
 }
@@ -231,6 +253,11 @@ fn main() -> ExitCode {
             fail_on_regression,
             ..
         } => cmd_compare(&root, run_dir, &matrix, fail_on_regression),
+        Cmd::AaRate {
+            runs,
+            matrix,
+            metric,
+        } => cmd_report::cmd_aa_rate(&runs, &matrix, &metric),
         Cmd::Merge {
             out,
             runs,
@@ -353,6 +380,7 @@ pub fn cmd_matrix(
         a.kernel.first().map(String::as_str),
     )?;
     derive(&mut m, &cache)?;
+    m.aa = a.aa;
     let filters = matrix::Filters {
         arch: a.arch,
         kernel: a.kernel,
@@ -422,16 +450,19 @@ pub fn cmd_matrix(
     ctx.cell_timeout_s = a.cell_timeout;
     ctx.boots = a.boots;
     ctx.matrix_path = Some(a.matrix.display().to_string());
+    // Cells to run: those not already in results.json (--resume).
+    let mut todo: Vec<(usize, &matrix::Cell)> = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
-        if signals::interrupted() {
-            break;
-        }
-        let cu = ui.cell(i + 1, cells.len(), &cell.id());
         if resuming && run.cells.iter().any(|c| c.id == cell.id()) {
-            cu.finish("already in results.json (--resume): skipped");
-            continue;
+            ui.cell(i + 1, cells.len(), &cell.id())
+                .finish("already in results.json (--resume): skipped");
+        } else {
+            todo.push((i, cell));
         }
-        let r = runner::run_cell_with_retries(&ctx, cell, a.retries, &cu);
+    }
+    // Records a finished cell: its line, run.log, results.json. False when
+    // the run was interrupted (whatever the cell shows was caused by that).
+    let mut record = |r: results::CellResult, cu: &ui::CellUi| -> Result<bool> {
         let t = &r.timings;
         let line = format!(
             "{}{} (source {:.1}s, config {:.1}s, build {}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s; {})",
@@ -451,13 +482,12 @@ pub fn cmd_matrix(
         );
         cu.finish(&line);
         if signals::interrupted() {
-            // Whatever this cell shows was caused by the interruption.
             ui.println(&format!(
                 "{}: interrupted; not recorded (finish it with --resume {})",
-                cell.id(),
+                r.id,
                 run_dir.display()
             ));
-            break;
+            return Ok(false);
         }
         // One line per finished cell, kept with the run (a sweep's step log).
         if let Ok(mut f) = std::fs::OpenOptions::new()
@@ -466,11 +496,80 @@ pub fn cmd_matrix(
             .open(run_dir.join("run.log"))
         {
             use std::io::Write;
-            let _ = writeln!(f, "{} {} {line}", timestamp(), cell.id());
+            let _ = writeln!(f, "{} {} {line}", timestamp(), r.id);
         }
         run.upsert(r);
         run.comparisons = compare::compare(&run, &m);
         run.save(&results_path)?;
+        Ok(true)
+    };
+    if a.no_interleave {
+        for (i, cell) in &todo {
+            if signals::interrupted() {
+                break;
+            }
+            let cu = ui.cell(i + 1, cells.len(), &cell.id());
+            let r = runner::run_cell_with_retries(&ctx, cell, a.retries, &cu);
+            if !record(r, &cu)? {
+                break;
+            }
+        }
+    } else {
+        // A progress line per cell from the start: all are in flight.
+        let uis: Vec<ui::CellUi> = todo
+            .iter()
+            .map(|(i, c)| ui.cell(i + 1, cells.len(), &c.id()))
+            .collect();
+        // Every cell prepared (built) first; a cell that fails there is
+        // finished at once. Then the schedule picks each next boot.
+        let mut live: Vec<Option<runner::CellRun>> = Vec::new();
+        for ((_, cell), cu) in todo.iter().zip(&uis) {
+            if signals::interrupted() {
+                break;
+            }
+            live.push(Some(runner::start_cell(&ctx, cell, cu)));
+        }
+        let refs: Vec<&matrix::Cell> = todo.iter().map(|(_, c)| *c).collect();
+        let groups = runner::schedule::groups(&refs);
+        let mut go = true;
+        while go {
+            // Finish the cells that want no more boots, in matrix order.
+            for (k, slot) in live.iter_mut().enumerate() {
+                if slot.as_ref().is_some_and(|c| !c.wants_boot()) && !signals::interrupted() {
+                    let first = slot.take().unwrap().finish(&ctx);
+                    let r = runner::retry(&ctx, todo[k].1, first, a.retries, &uis[k]);
+                    if !record(r, &uis[k])? {
+                        go = false;
+                        break;
+                    }
+                }
+            }
+            let slots: Vec<runner::schedule::Slot> = live
+                .iter()
+                .zip(&groups)
+                .map(|(c, &group)| runner::schedule::Slot {
+                    group,
+                    booted: c.as_ref().map_or(0, |c| c.booted()),
+                    wants: c.as_ref().is_some_and(|c| c.wants_boot()),
+                })
+                .collect();
+            match runner::schedule::next(&slots) {
+                Some(k) if go && !signals::interrupted() => {
+                    live[k].as_mut().unwrap().boot_next(&ctx, &uis[k])
+                }
+                _ => go = false,
+            }
+        }
+        // Only an interruption leaves cells unfinished (or unprepared).
+        for (k, cu) in uis.iter().enumerate() {
+            if live.get(k).is_some_and(|c| c.is_none()) {
+                continue;
+            }
+            cu.finish(&format!(
+                "interrupted; not recorded (finish it with --resume {})",
+                run_dir.display()
+            ));
+        }
     }
     let summary = report::markdown::markdown(&run) + &compare::markdown(&run.comparisons);
     std::fs::write(run_dir.join("summary.md"), &summary)?;

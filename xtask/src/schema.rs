@@ -116,6 +116,26 @@ pub struct CellResult {
     /// The guest's kernel and CPUs (possible/online), from its first report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestInfo>,
+    /// Every boot of the cell in the order it ran (a KVM boot given up for
+    /// TCG included): with interleaved boots, the place of each among the
+    /// boots of the whole run. Empty in results.json written before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boots: Vec<BootRecord>,
+}
+
+/// When one boot of a cell ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BootRecord {
+    /// 1-based boot number of the cell.
+    pub boot: u32,
+    /// 1-based place among all boots the driver ran in this invocation
+    /// (`matrix`, a `--resume` starts again at 1).
+    pub seq: u32,
+    /// UTC start, YYYYmmdd-HHMMSS.
+    pub started: String,
+    pub duration_s: f64,
+    /// The accelerator it ran under (`kvm`, `tcg,thread=multi`).
+    pub accel: String,
 }
 
 /// What a piece of evidence is, so reports and CI annotations can group
@@ -233,6 +253,7 @@ impl CellResult {
             reproduce: Reproduce::default(),
             build_key: String::new(),
             guest: None,
+            boots: vec![],
         }
     }
 }
@@ -599,6 +620,21 @@ mod tests {
         };
         run.save(&path).unwrap();
         assert!(!path.with_extension("json.tmp").exists());
+        assert_eq!(Run::load(&path).unwrap(), run);
+        // Boot records: absent from results.json when empty (files written
+        // before they existed read back the same), kept when present.
+        assert!(!std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("\"boots\""));
+        let mut run = run;
+        run.cells[0].boots = vec![BootRecord {
+            boot: 1,
+            seq: 2,
+            started: "20261130-221500".into(),
+            duration_s: 20.5,
+            accel: "tcg,thread=multi".into(),
+        }];
+        run.save(&path).unwrap();
         assert_eq!(Run::load(&path).unwrap(), run);
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -186,6 +186,11 @@ impl Chooser {
         let _ = std::fs::write(memo, format!("{}\n{}", c.accel.qemu_arg(), c.why));
     }
 
+    /// The decision for `arch` so far, if any (no probe).
+    pub fn current(&self, arch: Arch) -> Option<Choice> {
+        self.decided.borrow().get(&arch).cloned()
+    }
+
     /// QEMU died under KVM in a cell: TCG for this arch from now on, in this
     /// run and (through the memo) later runs this host boot.
     pub fn give_up(&self, arch: Arch, why: &str) -> Choice {

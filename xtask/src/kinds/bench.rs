@@ -128,6 +128,68 @@ mod tests {
         assert_eq!(i.errors, ["setup failed"]);
     }
 
+    /// The benchmark with a fresh target per unpinned sample, its real
+    /// output on the development host (x86_64, 2 vCPUs, not a guest, 2 s
+    /// budget, stdout and stderr): the six latencies, one sample each per
+    /// round, and per unpinned configuration three placement shares (one
+    /// value each, summing to 100%) after the last sample. On that host
+    /// default mode drew both placements (3 of 16 samples on one CPU, 8
+    /// across, 5 mixed) and sync mode kept every pair on one CPU.
+    #[test]
+    fn seccomp_notify_placement_shares() {
+        let i = Bench.interpret(
+            "seccomp_notify",
+            &fixture("seccomp_notify-host-fresh.results"),
+            &Decl,
+        );
+        assert!(i.errors.is_empty(), "{:?}", i.errors);
+        let latencies: Vec<&Metric> = i.metrics.iter().filter(|m| m.unit == "us/op").collect();
+        assert_eq!(latencies.len(), 6);
+        assert!(latencies.iter().all(|m| m.samples.len() == 16));
+        let share = |mode: &str, class: &str| {
+            let m = metric(
+                &i,
+                &format!("seccomp_notify.placement.{mode}.unpinned.{class}_share"),
+            );
+            assert_eq!(m.unit, "%");
+            assert_eq!(m.samples.len(), 1, "{}", m.name);
+            m.samples[0]
+        };
+        for mode in ["default", "sync"] {
+            let sum: f64 = ["same_cpu", "cross_cpu", "mixed"]
+                .iter()
+                .map(|c| share(mode, c))
+                .sum();
+            assert!((sum - 100.0).abs() < 0.2, "{mode}: {sum}");
+        }
+        assert_eq!(
+            (
+                share("default", "same_cpu"),
+                share("default", "cross_cpu"),
+                share("default", "mixed")
+            ),
+            (18.8, 50.0, 31.2)
+        );
+        assert_eq!(share("sync", "same_cpu"), 100.0);
+        // The mixture is visible in the samples: the fastest unpinned
+        // sample runs at same-CPU speed, the median at cross-CPU speed.
+        let lo = |n: &str| {
+            metric(&i, n)
+                .samples
+                .iter()
+                .cloned()
+                .fold(f64::INFINITY, f64::min)
+        };
+        let same = median(metric(&i, "seccomp_notify.default.same-cpu"));
+        let cross = median(metric(&i, "seccomp_notify.default.cross-cpu"));
+        assert!(lo("seccomp_notify.default.unpinned") < 2.0 * same);
+        assert!(median(metric(&i, "seccomp_notify.default.unpinned")) > cross / 2.0);
+        // The shares are metrics of the test, hence cases: 6 + 2 x 3.
+        assert_eq!(i.metrics.len(), 12);
+        assert_eq!(i.cases.len(), 12);
+        assert!(i.cases.iter().all(|c| c.outcome == Outcome::Pass));
+    }
+
     // Issue 9's guest programs: their real stdout on the development host
     // (x86_64, 2 vCPUs, not a guest), through the same `interpret`.
 

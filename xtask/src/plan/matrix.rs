@@ -32,6 +32,25 @@ pub struct Matrix {
     /// Declared comparisons of one variant across two configs.
     #[serde(default)]
     pub across: Vec<Across>,
+    /// `matrix --aa`: every kernel also runs `AA_VARIANT`, the base a
+    /// second time under another name (not a matrix.toml key).
+    #[serde(skip)]
+    pub aa: bool,
+}
+
+/// The A/A twin of `base` (`matrix --aa`): the same commit, hence the same
+/// cached kernel image and the same expectations, compared with `base`
+/// like a series, where any verdict but "no change" is a false alarm.
+pub const AA_VARIANT: &str = "base~aa";
+
+/// The variant whose kernel and expectations a variant has: `base` for the
+/// A/A twin, itself otherwise.
+pub fn built_as(variant: &str) -> &str {
+    if variant == AA_VARIANT {
+        "base"
+    } else {
+        variant
+    }
 }
 
 /// Declared here, kept with every comparison in results.json.
@@ -40,6 +59,9 @@ pub use crate::schema::Better;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MetricSpec {
+    /// Lower when not given (a metric with `compare = false` has no good
+    /// direction).
+    #[serde(default = "default_better")]
     pub better: Better,
     /// Smallest change, in percent, worth calling improved or regressed.
     #[serde(default = "default_min_effect")]
@@ -49,9 +71,21 @@ pub struct MetricSpec {
     /// rule (its arguments) decides how hard it tries.
     #[serde(default)]
     pub target_ci_pct: Option<f64>,
+    /// `false`: reported (samples, median, CI) but never compared, neither
+    /// base vs series nor in a `[[within]]` pair: context for other
+    /// metrics, not a quantity a change of the kernel should move, e.g. the
+    /// share of benchmark samples that landed on one CPU.
+    #[serde(default = "default_compare")]
+    pub compare: bool,
 }
 fn default_min_effect() -> f64 {
     5.0
+}
+fn default_better() -> Better {
+    Better::Lower
+}
+fn default_compare() -> bool {
+    true
 }
 
 /// `[[across]]`: metrics starting with `metrics` of a cell on
@@ -585,6 +619,9 @@ impl Matrix {
         check("kernel", &f.kernel, self.kernel.keys().cloned().collect())?;
         check("test", &f.test, tests)?;
         let mut variants = vec!["base".to_string()];
+        if self.aa {
+            variants.push(AA_VARIANT.to_string());
+        }
         variants.extend(self.series.keys().cloned());
         check("variant", &f.variant, variants)?;
 
@@ -592,6 +629,9 @@ impl Matrix {
         let mut cells = Vec::new();
         for (kname, k) in &self.kernel {
             let mut vs = vec!["base".to_string()];
+            if self.aa {
+                vs.push(AA_VARIANT.to_string());
+            }
             vs.extend(k.series.iter().map(|s| s.get_ref().clone()));
             for v in &vs {
                 for a in &arches {
@@ -676,6 +716,12 @@ impl Matrix {
             })
     }
 
+    /// Whether comparisons take this metric: not when its declaration says
+    /// `compare = false`.
+    pub fn compared(&self, name: &str) -> bool {
+        self.metric_decl(name).is_none_or(|m| m.compare)
+    }
+
     /// The `[metric.PREFIX]` with the longest prefix of `name`.
     pub fn metric_decl(&self, name: &str) -> Option<&MetricSpec> {
         self.metric
@@ -687,10 +733,17 @@ impl Matrix {
 
     /// Expectations that apply to a cell, in file order: its id matches and
     /// the test is one the cell runs (`--test` may have left tests out).
+    /// The A/A twin has its base's expectations.
     pub fn expectations<'a>(&'a self, cell: &Cell) -> Vec<&'a Expect> {
+        let id = Cell {
+            variant: built_as(&cell.variant).to_string(),
+            tests: vec![],
+            ..cell.clone()
+        }
+        .id();
         self.expect
             .iter()
-            .filter(|e| glob_match(&e.cell, &cell.id()) && cell.tests.contains(e.test.get_ref()))
+            .filter(|e| glob_match(&e.cell, &id) && cell.tests.contains(e.test.get_ref()))
             .collect()
     }
 }
@@ -872,6 +925,7 @@ reason = "r"
         assert_eq!(m.metric_spec("b.z"), (Better::Higher, 5.0));
         assert_eq!(m.metric_decl("b.z").unwrap().target_ci_pct, None);
         assert_eq!(m.metric_spec("c"), (Better::Lower, 5.0));
+        assert!(m.compared("b.x.y") && m.compared("c"));
         let e = parse_err(&text.replace("target_ci_pct = 3.0", "target_ci_pct = 0.0"));
         assert!(e.contains("[metric.b.x] target_ci_pct = 0"), "{e}");
         let e = parse_err(&text.replace("min_effect_pct = 2.0", "min_effect_pct = -1.0"));
@@ -899,13 +953,38 @@ reason = "r"
         assert_eq!(reasons(&cell("s1", &["t1", "t2"])), ["r2"]);
         // `--test t1`: the expectation about t2 must not report it missing.
         assert_eq!(reasons(&cell("base", &["t1"])), ["r"]);
+        assert_eq!(reasons(&cell(AA_VARIANT, &["t1"])), ["r"]);
+    }
+
+    /// tests/planted: base and four delay series per arch, one patch each,
+    /// the benchmark only, its placement shares never compared.
+    #[test]
+    fn the_planted_matrix_is_valid() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let path = format!("{root}/tests/planted/matrix.toml");
+        let m = Matrix::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+        let cells = m.cells(&Filters::default()).unwrap();
+        assert_eq!(cells.len(), 10);
+        assert!(cells.iter().all(|c| c.tests == ["seccomp_notify"]));
+        for (name, spec) in &m.series {
+            let s = crate::build::source::Series::load(
+                name,
+                &std::path::Path::new(root).join(&spec.dir),
+            )
+            .unwrap();
+            assert_eq!(s.patches.len(), 1, "{name}");
+            let us = name.trim_start_matches("delay-").trim_end_matches("us");
+            let patch = std::fs::read_to_string(&s.patches[0]).unwrap();
+            assert!(patch.contains(&format!("+\tudelay({us});\n")), "{name}");
+        }
+        assert!(!m.compared("seccomp_notify.placement.default.unpinned.same_cpu_share"));
     }
 
     #[test]
     fn the_repository_matrix_is_valid() {
         let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
             .unwrap();
-        let m = Matrix::parse("matrix.toml", &text).unwrap();
+        let mut m = Matrix::parse("matrix.toml", &text).unwrap();
         let cells = m.cells(&Filters::default()).unwrap();
         assert_eq!(cells.len(), 12);
         // 6.1 has no `wide` config; the wide cells run the mm_cid check only.
@@ -916,6 +995,45 @@ reason = "r"
             .all(|c| c.kernel == "6.12" && c.tests == ["mm_cid"]));
         assert_eq!(m.config_smp("wide"), 255);
         assert_eq!(m.config_smp("tiny"), 2);
+        // --aa: the base twice per kernel, arch and config, the twin right
+        // after the base.
+        m.aa = true;
+        let ids: Vec<String> = m
+            .cells(&Filters::default())
+            .unwrap()
+            .iter()
+            .map(Cell::id)
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "6.1/base/x86_64/tiny",
+                "6.1/base/arm64/tiny",
+                "6.1/base~aa/x86_64/tiny",
+                "6.1/base~aa/arm64/tiny",
+                "6.1/seccomp-sync-wakeup/x86_64/tiny",
+                "6.1/seccomp-sync-wakeup/arm64/tiny",
+                "6.12/base/x86_64/tiny",
+                "6.12/base/x86_64/wide",
+                "6.12/base/arm64/tiny",
+                "6.12/base/arm64/wide",
+                "6.12/base~aa/x86_64/tiny",
+                "6.12/base~aa/x86_64/wide",
+                "6.12/base~aa/arm64/tiny",
+                "6.12/base~aa/arm64/wide",
+                "6.12/mm-cid-work/x86_64/tiny",
+                "6.12/mm-cid-work/x86_64/wide",
+                "6.12/mm-cid-work/arm64/tiny",
+                "6.12/mm-cid-work/arm64/wide"
+            ]
+        );
+        let only_aa = Filters {
+            variant: vec![AA_VARIANT.into()],
+            ..Default::default()
+        };
+        assert_eq!(m.cells(&only_aa).unwrap().len(), 6);
+        assert_eq!(built_as(AA_VARIANT), "base");
+        assert_eq!(built_as("seccomp-sync-wakeup"), "seccomp-sync-wakeup");
     }
 
     #[test]

@@ -89,7 +89,7 @@ fn make(
     nc: &CellResult,
     nm: &Metric,
 ) -> Option<Comparison> {
-    if bm.skip.is_some() || nm.skip.is_some() {
+    if bm.skip.is_some() || nm.skip.is_some() || !m.compared(&bm.name) || !m.compared(&nm.name) {
         return None;
     }
     let (better, min_effect_pct) = m.metric_spec(&nm.name);
@@ -397,6 +397,72 @@ mod tests {
             "{md}"
         );
         assert_eq!(markdown(&[]), "");
+    }
+
+    /// A metric declared `compare = false` (the benchmark's placement
+    /// shares) is in neither a base-vs-series nor a within comparison,
+    /// while the latencies beside it are.
+    #[test]
+    fn metrics_declared_not_compared_are_left_out() {
+        let m = Matrix::parse(
+            "m.toml",
+            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
+                .unwrap(),
+        )
+        .unwrap();
+        let metric = |name: &str, samples: &[f64]| Metric {
+            name: name.into(),
+            unit: "us/op".into(),
+            samples: samples.to_vec(),
+            skip: None,
+            target_ci_pct: None,
+            boot_sizes: vec![],
+        };
+        let cell = |id: &str, shift: f64| CellResult {
+            metrics: vec![
+                metric(
+                    "seccomp_notify.default.unpinned",
+                    &[10.0 + shift, 11.0, 12.0, 13.0],
+                ),
+                metric("seccomp_notify.sync.unpinned", &[5.0, 6.0, 7.0, 8.0]),
+                metric(
+                    "seccomp_notify.placement.default.unpinned.same_cpu_share",
+                    &[50.0 + shift, 60.0, 70.0],
+                ),
+                metric(
+                    "seccomp_notify.placement.sync.unpinned.same_cpu_share",
+                    &[10.0, 20.0, 30.0],
+                ),
+            ],
+            ..CellResult::blank(id, crate::schema::Outcome::Pass)
+        };
+        let run = Run {
+            schema: crate::schema::SCHEMA_VERSION,
+            started: String::new(),
+            host: Default::default(),
+            matrix: "matrix.toml".into(),
+            cells: vec![
+                cell("6.1/base/x86_64/tiny", 0.0),
+                cell("6.1/seccomp-sync-wakeup/x86_64/tiny", 1.0),
+            ],
+            comparisons: vec![],
+        };
+        assert!(!m.compared("seccomp_notify.placement.default.unpinned.mixed_share"));
+        assert!(m.compared("seccomp_notify.default.unpinned"));
+        let cs = compare(&run, &m);
+        let names: Vec<(&str, &str)> = cs
+            .iter()
+            .map(|c| (c.base_metric.as_str(), c.new_metric.as_str()))
+            .collect();
+        assert!(!names.is_empty());
+        assert!(
+            names
+                .iter()
+                .all(|(b, n)| !b.contains("placement") && !n.contains("placement")),
+            "{names:?}"
+        );
+        assert!(cs.iter().any(|c| c.kind == ComparisonKind::Within));
+        assert!(cs.iter().any(|c| c.kind == ComparisonKind::Variants));
     }
 
     #[test]

@@ -1,4 +1,5 @@
 //! Statistics, comparisons and the reports people read. Pure.
+pub mod aa;
 pub mod compare;
 pub mod gha;
 pub mod html;

@@ -4,10 +4,16 @@
 //! its evidence; only bugs in the harness itself return Err, and even those
 //! become an `infra-error` cell. Progress goes out as events (events.rs).
 //!
-//! Drivers (matrix today; bisect and sweep next) call these functions and
-//! decide what to run; this module decides nothing about which cells.
+//! A cell can also be run in steps: `start_cell` (everything up to the
+//! boots), `CellRun::boot_next` (one boot, merged), `CellRun::finish`
+//! (the result, checked), so a driver can hold several prepared cells and
+//! interleave their boots (`schedule.rs` says which boots next).
+//!
+//! Drivers (matrix, bisect, sweep) call these functions and decide what to
+//! run; this module decides nothing about which cells.
 
 pub mod events;
+pub mod schedule;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -44,6 +50,8 @@ pub struct Ctx<'a> {
     pub matrix_path: Option<String>,
     accel: accel::Chooser,
     trees: RefCell<HashMap<String, Rc<Trees>>>,
+    /// Boots run so far by this driver (BootRecord::seq).
+    boot_seq: std::cell::Cell<u32>,
 }
 
 /// The metric declarations of the matrix, as test kinds see them.
@@ -76,6 +84,7 @@ impl<'a> Ctx<'a> {
             matrix_path: None,
             accel,
             trees: Default::default(),
+            boot_seq: Default::default(),
         }
     }
 
@@ -115,14 +124,24 @@ fn new_result(cell: &Cell, ctx: &Ctx) -> CellResult {
         Some(p) if p != "matrix.toml" => format!(" --matrix {p}"),
         _ => String::new(),
     };
+    // The A/A twin exists with --aa only; it boots its base's kernel.
+    let (aa, boot_id) = if cell.variant == crate::plan::matrix::AA_VARIANT {
+        let base = Cell {
+            variant: "base".into(),
+            ..cell.clone()
+        };
+        (" --aa", base.id())
+    } else {
+        ("", cell.id())
+    };
     CellResult {
         reproduce: Reproduce {
             xtask: format!(
-                "cargo xtask matrix{matrix} --cell {} --out {}",
+                "cargo xtask matrix{matrix}{aa} --cell {} --out {}",
                 cell.id(),
                 ctx.run_dir.display()
             ),
-            boot: format!("cargo xtask boot{matrix} {}", cell.id()),
+            boot: format!("cargo xtask boot{matrix} {boot_id}"),
             ..Default::default()
         },
         ..CellResult::blank(&cell.id(), Outcome::InfraError)
@@ -136,7 +155,7 @@ fn variant_commit(
     trees: &Trees,
     variant: &str,
 ) -> Result<std::result::Result<String, (PathBuf, String)>> {
-    let series = if variant == "base" {
+    let series = if crate::plan::matrix::built_as(variant) == "base" {
         None
     } else {
         Some(ctx.series(variant)?)
@@ -148,29 +167,166 @@ fn variant_commit(
 
 /// Runs one cell (all its boots) and checks it against its expectations.
 pub fn run_cell(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> CellResult {
+    let mut c = start_cell(ctx, cell, sink);
+    while c.wants_boot() {
+        c.boot_next(ctx, sink);
+    }
+    c.finish(ctx)
+}
+
+/// A cell between `start_cell` and `finish`: prepared (or already failed),
+/// with the boots it has had so far. A driver may hold several and boot
+/// them in any order (`matrix` interleaves compared cells); `run_cell`
+/// boots one to its end.
+pub struct CellRun<'c> {
+    cell: &'c Cell,
+    dir: PathBuf,
+    /// Time spent on this cell (prepare and its own boots), not the wall
+    /// time since it started: other cells' boots may run in between.
+    busy: Duration,
+    state: State,
+}
+
+enum State {
+    /// Failed before or during its boots: the result is final.
+    Done(Box<CellResult>),
+    Booting(Box<Booting>),
+}
+
+struct Booting {
+    prep: Prepared,
+    /// The result as it stands before any boot: each boot starts from it.
+    pre_boot: CellResult,
+    accel: Accel,
+    boots: u32,
+    /// Boots merged into `merged` so far.
+    booted: u32,
+    merged: Option<CellResult>,
+    records: Vec<BootRecord>,
+}
+
+/// Source, config, build and rootfs of a cell; no boot yet.
+pub fn start_cell<'c>(ctx: &Ctx, cell: &'c Cell, sink: &dyn Sink) -> CellRun<'c> {
     let started = Instant::now();
     let id = cell.id();
     let ev = CellEvents { cell: &id, sink };
     let dir = ctx.cell_dir(cell);
     let _ = std::fs::create_dir_all(&dir);
-    let mut r = match run_phases(ctx, cell, &ev, &dir) {
-        Ok(r) => r,
-        Err(e) => failed(
-            new_result(cell, ctx),
-            Outcome::InfraError,
-            Evidence::new(
-                EvidenceKind::Harness,
-                "harness error",
-                format!("{e:#}"),
-                None,
-            ),
-        ),
+    let state = match prepare(ctx, cell, &ev, &dir) {
+        Ok(Ok(prep)) => {
+            let mut pre_boot = prep.r.clone();
+            pre_boot.accel = prep.choice.accel.qemu_arg();
+            pre_boot.accel_reason = Some(prep.choice.why.clone());
+            State::Booting(Box::new(Booting {
+                accel: prep.choice.accel.clone(),
+                prep,
+                pre_boot,
+                boots: ctx.boots.unwrap_or(ctx.matrix.run.boots).max(1),
+                booted: 0,
+                merged: None,
+                records: vec![],
+            }))
+        }
+        Ok(Err(r)) => State::Done(Box::new(r)),
+        Err(e) => State::Done(Box::new(harness_error(cell, ctx, &e))),
     };
-    r.timings.total_s = started.elapsed().as_secs_f64();
-    let (ok, mismatches) = crate::plan::expect::check(&r, &ctx.matrix.expectations(cell));
-    r.as_expected = ok;
-    r.mismatches = mismatches;
-    r
+    CellRun {
+        cell,
+        dir,
+        busy: started.elapsed(),
+        state,
+    }
+}
+
+fn harness_error(cell: &Cell, ctx: &Ctx, e: &anyhow::Error) -> CellResult {
+    failed(
+        new_result(cell, ctx),
+        Outcome::InfraError,
+        Evidence::new(
+            EvidenceKind::Harness,
+            "harness error",
+            format!("{e:#}"),
+            None,
+        ),
+    )
+}
+
+impl CellRun<'_> {
+    /// Boots merged so far.
+    pub fn booted(&self) -> u32 {
+        match &self.state {
+            State::Done(_) => 0,
+            State::Booting(b) => b.booted,
+        }
+    }
+
+    /// Whether another boot is due: boots remain, and the kernel neither
+    /// crashed nor hung (such a kernel is not worth more boots).
+    pub fn wants_boot(&self) -> bool {
+        match &self.state {
+            State::Done(_) => false,
+            State::Booting(b) => {
+                b.booted < b.boots
+                    && b.merged
+                        .as_ref()
+                        .is_none_or(|r| matches!(r.outcome, Outcome::Pass | Outcome::Fail))
+                    && !crate::host::signals::interrupted()
+            }
+        }
+    }
+
+    /// Runs the next boot and merges it; a harness error ends the cell as
+    /// `infra-error`.
+    pub fn boot_next(&mut self, ctx: &Ctx, sink: &dyn Sink) {
+        let t = Instant::now();
+        let id = self.cell.id();
+        let ev = CellEvents { cell: &id, sink };
+        if let State::Booting(b) = &mut self.state {
+            if let Err(e) = boot_step(ctx, self.cell, &ev, &self.dir, b) {
+                self.state = State::Done(Box::new(harness_error(self.cell, ctx, &e)));
+            }
+        }
+        self.busy += t.elapsed();
+    }
+
+    /// The cell's result: its boots merged, checked against its
+    /// expectations.
+    pub fn finish(self, ctx: &Ctx) -> CellResult {
+        let mut r = match self.state {
+            State::Done(r) => *r,
+            State::Booting(b) => {
+                let Booting {
+                    prep,
+                    merged,
+                    pre_boot,
+                    records,
+                    ..
+                } = *b;
+                let mut r = merged.unwrap_or_else(|| {
+                    failed(
+                        pre_boot,
+                        Outcome::InfraError,
+                        Evidence::new(
+                            EvidenceKind::Harness,
+                            "never booted (interrupted)",
+                            String::new(),
+                            None,
+                        ),
+                    )
+                });
+                r.boots = records;
+                // Tests whose Kconfig symbol this kernel lacks never ran:
+                // added once, after the boots (merge_boot never sees them).
+                r.tests.extend(prep.skipped);
+                r
+            }
+        };
+        r.timings.total_s = self.busy.as_secs_f64();
+        let (ok, mismatches) = crate::plan::expect::check(&r, &ctx.matrix.expectations(self.cell));
+        r.as_expected = ok;
+        r.mismatches = mismatches;
+        r
+    }
 }
 
 /// Only outcomes a reboot could change are worth a retry.
@@ -182,9 +338,22 @@ pub fn retryable(o: Outcome) -> bool {
 /// and a reboot could change that. Passing on a retry is `flaky`, with the
 /// failed attempt's logs kept beside (`<cell>.attemptN/`) as evidence.
 pub fn run_cell_with_retries(ctx: &Ctx, cell: &Cell, retries: u32, sink: &dyn Sink) -> CellResult {
+    let first = run_cell(ctx, cell, sink);
+    retry(ctx, cell, first, retries, sink)
+}
+
+/// The retry policy of `run_cell_with_retries` for a cell whose first
+/// result `r` is in (however its boots were scheduled): retries run the
+/// whole cell again, one at a time.
+pub fn retry(
+    ctx: &Ctx,
+    cell: &Cell,
+    mut r: CellResult,
+    retries: u32,
+    sink: &dyn Sink,
+) -> CellResult {
     let id = cell.id();
     let ev = CellEvents { cell: &id, sink };
-    let mut r = run_cell(ctx, cell, sink);
     let mut attempt = 0;
     while !r.as_expected
         && attempt < retries
@@ -628,71 +797,47 @@ fn guest_for(
     }
 }
 
-fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<CellResult> {
-    let Prepared {
-        mut r,
-        image,
-        initrd,
-        choice,
-        programs,
-        busybox,
-        skipped,
-    } = match prepare(ctx, cell, ev, dir)? {
-        Ok(x) => x,
-        Err(r) => return Ok(r),
-    };
-    // --- boot + tests, `boots` times: repeat boots pool benchmark samples
-    // and expose boot-to-boot spread; a test must pass in every boot.
-    r.accel = choice.accel.qemu_arg();
-    r.accel_reason = Some(choice.why.clone());
-    let boots = ctx.boots.unwrap_or(ctx.matrix.run.boots).max(1);
-    let pre_boot = r.clone();
-    let mut accel = choice.accel;
-    let mut r = boot_once(
-        ctx,
-        cell,
-        ev,
-        dir,
-        pre_boot.clone(),
-        &image,
-        &initrd,
-        &programs,
-        &accel,
-        1,
-        boots,
-    )?;
-    // QEMU died under KVM before the guest said anything: KVM on this host
-    // does not run what the cells run. Boot again under TCG, for this cell
-    // and the rest of the run, and say so.
-    if accel == Accel::Kvm && r.1.is_some() {
-        let why = r.1.clone().unwrap_or_default();
+/// One boot of a prepared cell, merged into its result. Boot 1 under KVM
+/// whose QEMU died before the guest said anything: KVM on this host does
+/// not run what the cells run; the boot runs again under TCG, for this cell
+/// and the rest of the run, and the cell says so. A cell prepared for KVM
+/// after the run gave KVM up for its arch (another cell's boot, with
+/// interleaved boots) switches to TCG before its first boot.
+fn boot_step(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path, b: &mut Booting) -> Result<()> {
+    let i = b.booted + 1;
+    if i == 1 && b.accel == Accel::Kvm {
+        if let Some(c) = ctx
+            .accel
+            .current(cell.arch)
+            .filter(|c| c.accel != Accel::Kvm)
+        {
+            b.accel = c.accel.clone();
+            b.pre_boot.accel = c.accel.qemu_arg();
+            b.pre_boot.accel_reason = Some(c.why.clone());
+            rewrite_initrd(ctx, &b.prep, &b.accel)?;
+        }
+    }
+    let (mut r, kvm_failed) = timed_boot(ctx, cell, ev, dir, b, b.pre_boot.clone(), i)?;
+    if let (1, Accel::Kvm, Some(why)) = (i, &b.accel, kvm_failed) {
         let c = ctx.accel.give_up(cell.arch, &why);
         ev.note(&format!(
             "KVM given up for {}: {why}; booting again under {}",
             cell.arch,
             c.accel.qemu_arg()
         ));
-        let first = r.0;
-        accel = c.accel.clone();
+        let first = r;
+        b.accel = c.accel.clone();
         // The tests' timeouts were scaled for KVM: rewrite for TCG.
-        std::fs::write(
-            &initrd,
-            guest::initramfs(
-                &ctx.repo_root,
-                &busybox,
-                &programs,
-                guest::timeout_scale(&accel),
-            )?,
-        )?;
-        let mut again = pre_boot.clone();
-        again.accel = accel.qemu_arg();
+        rewrite_initrd(ctx, &b.prep, &b.accel)?;
+        let mut again = b.pre_boot.clone();
+        again.accel = b.accel.qemu_arg();
         again.accel_reason = Some(c.why.clone());
         again.kvm_given_up = Some(why.clone());
         again.evidence.push(Evidence::new(
             EvidenceKind::Accel,
             format!(
                 "KVM given up: {why}; the cell was booted again under {}",
-                accel.qemu_arg()
+                b.accel.qemu_arg()
             ),
             first
                 .evidence
@@ -703,35 +848,68 @@ fn run_phases(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path) -> Result<Cel
                 .join("\n"),
             first.logs.console.clone().map(|p| keep_as(&p, "kvm")),
         ));
-        r = boot_once(
-            ctx, cell, ev, dir, again, &image, &initrd, &programs, &accel, 1, boots,
-        )?;
+        // Later boots start from `pre_boot` again: merge_boot keeps the
+        // first boot's accelerator fields and evidence, once.
+        r = timed_boot(ctx, cell, ev, dir, b, again, 1)?.0;
     }
-    let mut r = r.0;
-    for i in 2..=boots {
-        // A kernel that crashed or hung is not worth more boots.
-        if !matches!(r.outcome, Outcome::Pass | Outcome::Fail)
-            || crate::host::signals::interrupted()
-        {
-            break;
-        }
-        let (next, _) = boot_once(
-            ctx,
-            cell,
-            ev,
-            dir,
-            pre_boot.clone(),
-            &image,
-            &initrd,
-            &programs,
-            &accel,
-            i,
-            boots,
-        )?;
-        classify::merge_boot(&mut r, next, i);
+    // Repeat boots pool benchmark samples and expose boot-to-boot spread;
+    // a test must pass in every boot.
+    match &mut b.merged {
+        None => b.merged = Some(r),
+        Some(m) => classify::merge_boot(m, r, i),
     }
-    r.tests.extend(skipped);
-    Ok(r)
+    b.booted = i;
+    Ok(())
+}
+
+/// `boot_once`, with its place in the run's order of boots recorded.
+fn timed_boot(
+    ctx: &Ctx,
+    cell: &Cell,
+    ev: &CellEvents,
+    dir: &Path,
+    b: &mut Booting,
+    pre: CellResult,
+    i: u32,
+) -> Result<(CellResult, Option<String>)> {
+    let seq = ctx.boot_seq.get() + 1;
+    ctx.boot_seq.set(seq);
+    let started = crate::timestamp();
+    let t = Instant::now();
+    let out = boot_once(
+        ctx,
+        cell,
+        ev,
+        dir,
+        pre,
+        &b.prep.image,
+        &b.prep.initrd,
+        &b.prep.programs,
+        &b.accel,
+        i,
+        b.boots,
+    )?;
+    b.records.push(BootRecord {
+        boot: i,
+        seq,
+        started,
+        duration_s: t.elapsed().as_secs_f64(),
+        accel: b.accel.qemu_arg(),
+    });
+    Ok(out)
+}
+
+fn rewrite_initrd(ctx: &Ctx, prep: &Prepared, accel: &Accel) -> Result<()> {
+    std::fs::write(
+        &prep.initrd,
+        guest::initramfs(
+            &ctx.repo_root,
+            &prep.busybox,
+            &prep.programs,
+            guest::timeout_scale(accel),
+        )?,
+    )?;
+    Ok(())
 }
 
 /// Renames a boot's log aside (`console.log` -> `console.kvm.log`) so the

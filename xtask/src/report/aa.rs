@@ -1,0 +1,330 @@
+//! A/A false-alarm rate: `matrix --aa` runs the base kernel a second time
+//! as `base~aa` and compares the two like base and series. Any verdict but
+//! "no significant change" there is about the harness, not the kernel.
+//! `aa-rate` counts those verdicts over several runs, per arch, and checks
+//! them against the goals of issue 12. Pure: comparisons in, counts out.
+
+use std::collections::BTreeMap;
+
+use crate::plan::matrix::AA_VARIANT;
+use crate::schema::{Comparison, ComparisonKind, Verdict};
+
+/// At most this share of A/A comparisons may say improved or regressed.
+pub const MAX_FALSE_ALARM_PCT: f64 = 5.0;
+/// At least this share must conclude "no significant change".
+pub const MIN_NO_CHANGE_PCT: f64 = 80.0;
+/// Fewer comparisons than this per arch cannot show a rate near 5%.
+pub const MIN_COMPARISONS: usize = 20;
+
+/// The A/A comparisons of one arch.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Tally {
+    /// Runs that gave at least one.
+    pub runs: usize,
+    pub comparisons: usize,
+    pub no_change: usize,
+    pub too_noisy: usize,
+    pub too_few_samples: usize,
+    pub improved: usize,
+    pub regressed: usize,
+    /// False alarms whose whole 95% CI of the change lies beyond the
+    /// metric's min_effect_pct (a false alarm's point estimate always
+    /// does: the verdict requires it): confident and large.
+    pub past_min_effect: usize,
+    /// One line per false alarm: run, cell, metric, change and CI.
+    pub alarms: Vec<String>,
+}
+
+impl Tally {
+    pub fn false_alarms(&self) -> usize {
+        self.improved + self.regressed
+    }
+
+    fn pct(&self, n: usize) -> f64 {
+        if self.comparisons == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / self.comparisons as f64
+        }
+    }
+
+    /// The goals, each with whether it is met.
+    pub fn goals(&self) -> Vec<(String, bool)> {
+        vec![
+            (
+                format!(
+                    "false alarms <= {MAX_FALSE_ALARM_PCT}% ({:.1}%) and none with its CI past min_effect_pct ({})",
+                    self.pct(self.false_alarms()),
+                    self.past_min_effect
+                ),
+                self.comparisons > 0
+                    && self.pct(self.false_alarms()) <= MAX_FALSE_ALARM_PCT
+                    && self.past_min_effect == 0,
+            ),
+            (
+                format!(
+                    "\"no change\" >= {MIN_NO_CHANGE_PCT}% ({:.1}%)",
+                    self.pct(self.no_change)
+                ),
+                self.comparisons > 0 && self.pct(self.no_change) >= MIN_NO_CHANGE_PCT,
+            ),
+            (
+                format!(
+                    "at least {MIN_COMPARISONS} comparisons ({})",
+                    self.comparisons
+                ),
+                self.comparisons >= MIN_COMPARISONS,
+            ),
+        ]
+    }
+}
+
+/// Whether a comparison is an A/A one: base against its twin, one metric.
+pub fn is_aa(c: &Comparison) -> bool {
+    let variant = |id: &str| id.split('/').nth(1).unwrap_or_default().to_string();
+    c.kind == ComparisonKind::Variants
+        && variant(&c.base_cell) == "base"
+        && variant(&c.new_cell) == AA_VARIANT
+        && c.base_metric == c.new_metric
+}
+
+/// Tallies per arch over `runs` (a label and its comparisons each),
+/// keeping metrics that start with one of `metrics` (all when empty).
+pub fn tally(runs: &[(String, Vec<Comparison>)], metrics: &[String]) -> BTreeMap<String, Tally> {
+    let mut out: BTreeMap<String, Tally> = BTreeMap::new();
+    for (label, cs) in runs {
+        let mut seen: Vec<String> = Vec::new();
+        for c in cs.iter().filter(|c| {
+            is_aa(c) && (metrics.is_empty() || metrics.iter().any(|p| c.new_metric.starts_with(p)))
+        }) {
+            let arch = c.new_cell.split('/').nth(2).unwrap_or_default().to_string();
+            let t = out.entry(arch.clone()).or_default();
+            if !seen.contains(&arch) {
+                seen.push(arch);
+                t.runs += 1;
+            }
+            t.comparisons += 1;
+            match c.verdict {
+                Verdict::NoChange => t.no_change += 1,
+                Verdict::TooNoisy => t.too_noisy += 1,
+                Verdict::TooFewSamples => t.too_few_samples += 1,
+                Verdict::Improved | Verdict::Regressed => {
+                    if c.verdict == Verdict::Improved {
+                        t.improved += 1;
+                    } else {
+                        t.regressed += 1;
+                    }
+                    let past = c.ci95_lo > c.min_effect_pct || c.ci95_hi < -c.min_effect_pct;
+                    t.past_min_effect += usize::from(past);
+                    t.alarms.push(format!(
+                        "{label}: {} {} {} {:+.1}% [{:+.1}%, {:+.1}%] p={:.4}{}",
+                        c.new_cell,
+                        c.new_metric,
+                        c.verdict,
+                        c.pct_change,
+                        c.ci95_lo,
+                        c.ci95_hi,
+                        c.p_value,
+                        if past {
+                            format!(", CI past min_effect_pct {}%", c.min_effect_pct)
+                        } else {
+                            String::new()
+                        }
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The report: per arch the counts, the goals met or not, the false
+/// alarms one by one.
+pub fn text(tallies: &BTreeMap<String, Tally>) -> String {
+    if tallies.is_empty() {
+        return "no A/A comparison (base vs base~aa) in these runs: run them with `matrix --aa`\n"
+            .into();
+    }
+    let mut s = String::new();
+    for (arch, t) in tallies {
+        s += &format!(
+            "{arch}: {} A/A comparisons from {} runs: {} no change ({:.1}%), {} too noisy, {} too few samples, {} false alarms ({:.1}%: {} improved, {} regressed; {} with the CI past min_effect_pct)\n",
+            t.comparisons,
+            t.runs,
+            t.no_change,
+            t.pct(t.no_change),
+            t.too_noisy,
+            t.too_few_samples,
+            t.false_alarms(),
+            t.pct(t.false_alarms()),
+            t.improved,
+            t.regressed,
+            t.past_min_effect
+        );
+        for (goal, met) in t.goals() {
+            s += &format!("  goal {goal}: {}\n", if met { "met" } else { "NOT MET" });
+        }
+        for a in &t.alarms {
+            s += &format!("  false alarm {a}\n");
+        }
+    }
+    s
+}
+
+/// Every goal of every arch met.
+pub fn all_met(tallies: &BTreeMap<String, Tally>) -> bool {
+    !tallies.is_empty() && tallies.values().all(|t| t.goals().iter().all(|g| g.1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Better, PTest};
+
+    fn cmp(arch: &str, new_variant: &str, metric: &str, v: Verdict, ci: (f64, f64)) -> Comparison {
+        Comparison {
+            kind: ComparisonKind::Variants,
+            base_cell: format!("6.1/base/{arch}/tiny"),
+            new_cell: format!("6.1/{new_variant}/{arch}/tiny"),
+            base_metric: metric.into(),
+            new_metric: metric.into(),
+            unit: "us/op".into(),
+            n_base: 100,
+            n_new: 100,
+            median_base: 50.0,
+            median_new: 50.0,
+            pct_change: (ci.0 + ci.1) / 2.0,
+            ci95_lo: ci.0,
+            ci95_hi: ci.1,
+            p_value: 0.01,
+            cv_base: 0.1,
+            cv_new: 0.1,
+            better: Better::Lower,
+            min_effect_pct: 5.0,
+            verdict: v,
+            boots_base: 3,
+            boots_new: 3,
+            p_test: PTest::WelchBootMedians,
+            reference: None,
+        }
+    }
+
+    #[test]
+    fn counts_per_arch_only_base_against_its_twin() {
+        let run1 = vec![
+            cmp("x86_64", AA_VARIANT, "m.a", Verdict::NoChange, (-2.0, 2.0)),
+            cmp("x86_64", AA_VARIANT, "m.b", Verdict::TooNoisy, (-9.0, 3.0)),
+            cmp("arm64", AA_VARIANT, "m.a", Verdict::Regressed, (53.4, 58.4)),
+            cmp("arm64", AA_VARIANT, "m.b", Verdict::Improved, (-9.0, -1.0)),
+            // Not A/A: a series against the base, and a within pair.
+            cmp("x86_64", "series", "m.a", Verdict::Improved, (-40.0, -30.0)),
+            Comparison {
+                kind: ComparisonKind::Within,
+                ..cmp(
+                    "x86_64",
+                    AA_VARIANT,
+                    "m.a",
+                    Verdict::Improved,
+                    (-40.0, -30.0),
+                )
+            },
+        ];
+        let run2 = vec![cmp(
+            "x86_64",
+            AA_VARIANT,
+            "m.a",
+            Verdict::TooFewSamples,
+            (-1.0, 1.0),
+        )];
+        let t = tally(&[("r1".into(), run1.clone()), ("r2".into(), run2)], &[]);
+        let x = &t["x86_64"];
+        assert_eq!(
+            (
+                x.runs,
+                x.comparisons,
+                x.no_change,
+                x.too_noisy,
+                x.too_few_samples
+            ),
+            (2, 3, 1, 1, 1)
+        );
+        assert_eq!(x.false_alarms(), 0);
+        let a = &t["arm64"];
+        assert_eq!(
+            (a.runs, a.comparisons, a.improved, a.regressed),
+            (1, 2, 1, 1)
+        );
+        // The regression's whole CI is past 5%; the improvement's is not.
+        assert_eq!(a.past_min_effect, 1);
+        assert_eq!(a.alarms.len(), 2);
+        assert!(
+            a.alarms[0].starts_with("r1: 6.1/base~aa/arm64/tiny m.a regressed +55.9%"),
+            "{}",
+            a.alarms[0]
+        );
+        assert!(a.alarms[0].ends_with("CI past min_effect_pct 5%"));
+        // A metric filter.
+        let t = tally(&[("r1".into(), run1)], &["m.b".into()]);
+        assert_eq!(t["arm64"].comparisons, 1);
+        assert_eq!(t["x86_64"].comparisons, 1);
+    }
+
+    #[test]
+    fn goals_met_and_not_met() {
+        // 20 comparisons: 17 no change, 2 too noisy, 1 false alarm inside
+        // the minimum effect: 5% false alarms, 85% no change: all met.
+        let mut cs: Vec<Comparison> = (0..17)
+            .map(|_| cmp("arm64", AA_VARIANT, "m", Verdict::NoChange, (-2.0, 2.0)))
+            .collect();
+        cs.push(cmp(
+            "arm64",
+            AA_VARIANT,
+            "m",
+            Verdict::TooNoisy,
+            (-8.0, 2.0),
+        ));
+        cs.push(cmp(
+            "arm64",
+            AA_VARIANT,
+            "m",
+            Verdict::TooNoisy,
+            (-8.0, 2.0),
+        ));
+        cs.push(cmp(
+            "arm64",
+            AA_VARIANT,
+            "m",
+            Verdict::Regressed,
+            (1.0, 11.0),
+        ));
+        let t = tally(&[("r".into(), cs.clone())], &[]);
+        assert!(
+            t["arm64"].goals().iter().all(|g| g.1),
+            "{:?}",
+            t["arm64"].goals()
+        );
+        assert!(all_met(&t));
+        // The same false alarm with its CI past 5%: the first goal fails.
+        cs[19] = cmp("arm64", AA_VARIANT, "m", Verdict::Regressed, (6.0, 11.0));
+        let t = tally(&[("r".into(), cs.clone())], &[]);
+        let g: Vec<bool> = t["arm64"].goals().iter().map(|g| g.1).collect();
+        assert_eq!(g, [false, true, true]);
+        // Two more too noisy instead of no change: 75% no change; and 19
+        // comparisons are too few.
+        cs[0] = cmp("arm64", AA_VARIANT, "m", Verdict::TooNoisy, (-8.0, 2.0));
+        cs[1] = cmp("arm64", AA_VARIANT, "m", Verdict::TooNoisy, (-8.0, 2.0));
+        cs.pop();
+        let t = tally(&[("r".into(), cs)], &[]);
+        let g: Vec<bool> = t["arm64"].goals().iter().map(|g| g.1).collect();
+        assert_eq!(g, [true, false, false]);
+        let s = text(&t);
+        assert!(s.starts_with("arm64: 19 A/A comparisons from 1 runs: 15 no change (78.9%), 4 too noisy, 0 too few samples, 0 false alarms (0.0%"), "{s}");
+        assert!(
+            s.contains("  goal \"no change\" >= 80% (78.9%): NOT MET\n"),
+            "{s}"
+        );
+        assert!(!all_met(&t));
+        assert!(!all_met(&BTreeMap::new()));
+        assert!(text(&BTreeMap::new()).contains("matrix --aa"));
+    }
+}

@@ -1,0 +1,141 @@
+//! Which prepared cell boots next, when `matrix` interleaves the boots of
+//! compared cells. Pure: no cells, no boots, only their counts.
+//!
+//! Cells compared with each other (base and series of one
+//! kernel/arch/config, as report/compare.rs pairs them) form a group.
+//! Groups run one after another in matrix order; inside a group the cell
+//! with the fewest boots so far boots next (ties: matrix order), so the
+//! boots alternate: base 1, series 1, base 2, series 2, ... A host state
+//! that lasts minutes then falls on both sides of a comparison instead of
+//! on one cell.
+
+use crate::plan::matrix::Cell;
+
+/// One prepared cell as the schedule sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// Its group (`groups`).
+    pub group: usize,
+    /// Boots it has had.
+    pub booted: u32,
+    /// Whether it wants another boot.
+    pub wants: bool,
+}
+
+/// The group of each cell: cells of one kernel/arch/config share one,
+/// numbered in order of first appearance.
+pub fn groups(cells: &[&Cell]) -> Vec<usize> {
+    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+    cells
+        .iter()
+        .map(|c| {
+            let k = (c.kernel.as_str(), c.arch.name(), c.config.as_str());
+            match keys.iter().position(|x| *x == k) {
+                Some(i) => i,
+                None => {
+                    keys.push(k);
+                    keys.len() - 1
+                }
+            }
+        })
+        .collect()
+}
+
+/// The slot to boot next, None when no slot wants a boot: the first group
+/// with a boot to run, in it the slot with the fewest boots, then the first.
+pub fn next(slots: &[Slot]) -> Option<usize> {
+    let group = slots.iter().filter(|s| s.wants).map(|s| s.group).min()?;
+    slots
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.wants && s.group == group)
+        .min_by_key(|(i, s)| (s.booted, *i))
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the schedule to the end: slot i wants `boots[i]` boots, or
+    /// stops after boot `stop[i]` (a crash) when that is set.
+    fn order(group: &[usize], boots: &[u32], stop: &[Option<u32>]) -> Vec<(usize, u32)> {
+        let mut slots: Vec<Slot> = group
+            .iter()
+            .zip(boots)
+            .map(|(&g, &b)| Slot {
+                group: g,
+                booted: 0,
+                wants: b > 0,
+            })
+            .collect();
+        let mut out = vec![];
+        while let Some(i) = next(&slots) {
+            let s = &mut slots[i];
+            s.booted += 1;
+            out.push((i, s.booted));
+            s.wants = s.booted < boots[i] && stop[i].is_none_or(|n| s.booted < n);
+        }
+        out
+    }
+
+    #[test]
+    fn compared_cells_alternate_and_groups_follow_each_other() {
+        // Two groups (x86_64: base, series; arm64: base, series), 3 boots.
+        let o = order(&[0, 0, 1, 1], &[3; 4], &[None; 4]);
+        assert_eq!(
+            o,
+            [
+                (0, 1),
+                (1, 1),
+                (0, 2),
+                (1, 2),
+                (0, 3),
+                (1, 3),
+                (2, 1),
+                (3, 1),
+                (2, 2),
+                (3, 2),
+                (2, 3),
+                (3, 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn three_variants_round_robin_and_a_lone_cell_boots_in_a_row() {
+        let o = order(&[0, 0, 0, 1], &[2, 2, 2, 2], &[None; 4]);
+        let cells: Vec<usize> = o.iter().map(|x| x.0).collect();
+        assert_eq!(cells, [0, 1, 2, 0, 1, 2, 3, 3]);
+    }
+
+    #[test]
+    fn a_cell_that_stops_early_leaves_the_others_to_finish() {
+        // Base crashes in boot 1 (no more boots); a cell that failed to
+        // build wants none at all.
+        let o = order(&[0, 0, 0], &[3, 3, 0], &[Some(1), None, None]);
+        assert_eq!(o, [(0, 1), (1, 1), (1, 2), (1, 3)]);
+        assert_eq!(next(&[]), None);
+    }
+
+    #[test]
+    fn groups_by_kernel_arch_config_in_order_of_appearance() {
+        use crate::plan::arch::Arch;
+        let cell = |variant: &str, arch: Arch, config: &str| Cell {
+            kernel: "6.1".into(),
+            variant: variant.into(),
+            arch,
+            config: config.into(),
+            tests: vec![],
+        };
+        let cells = [
+            cell("base", Arch::X86_64, "tiny"),
+            cell("base", Arch::Arm64, "tiny"),
+            cell("s", Arch::X86_64, "tiny"),
+            cell("s", Arch::Arm64, "tiny"),
+            cell("s", Arch::Arm64, "debug"),
+        ];
+        let refs: Vec<&Cell> = cells.iter().collect();
+        assert_eq!(groups(&refs), [0, 1, 0, 1, 2]);
+    }
+}
