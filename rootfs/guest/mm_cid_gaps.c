@@ -31,6 +31,11 @@
  *   mm_cid.periodic.size_p50         median size of those gaps, us
  *   mm_cid.periodic.spacing_p50      median distance to their partner, ms
  *   mm_cid.control.count             big gaps with a partner ~150 ms away
+ *   mm_cid.periodic.excess           periodic.count - control.count: the
+ *                                    train net of chance partners
+ *   mm_cid.periodic.chance_pct       Poisson chance that a big gap has a
+ *                                    partner at either lag: near 100, the
+ *                                    periodic test cannot see a train
  *   mm_cid.gap_big                   every big gap, us: one METRIC line
  *                                    each (at most --max-raw), so the
  *                                    harness can pool them across boots
@@ -467,6 +472,13 @@ int main(int argc, char **argv)
 	       (unsigned long long)nper);
 	printf("METRIC mm_cid.control.count %llu gaps\n",
 	       (unsigned long long)nctl);
+	/* The train net of chance, and how much chance leaves to see: at
+	 * high big-gap rates every gap finds a partner at either lag and
+	 * the test has no power (chance_pct near 100). */
+	printf("METRIC mm_cid.periodic.excess %lld gaps\n",
+	       (long long)nper - (long long)nctl);
+	printf("METRIC mm_cid.periodic.chance_pct %.1f %%\n",
+	       100.0 * (1.0 - exp(-big_rate * 4.0 * (double)tol_ms / 1e3)));
 	if (nbig)
 		printf("METRIC mm_cid.periodic.pct %.1f %%\n",
 		       100.0 * (double)nper / (double)nbig);

@@ -157,6 +157,8 @@ pub enum EvidenceKind {
     Harness,
     /// Earlier attempts and boots (retries, flaky).
     Attempt,
+    /// The crash is one matrix.toml lists as known (`[[known]]`).
+    Known,
     #[default]
     Other,
 }

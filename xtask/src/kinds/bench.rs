@@ -349,6 +349,32 @@ mod tests {
         assert_eq!(i.cases.len(), 5);
     }
 
+    /// A real guest run (6.12.117 + mm-cid-work, x86_64 TCG, 255 possible
+    /// CPUs, 2 online): the train net of chance, and the chance itself.
+    #[test]
+    fn mm_cid_gaps_guest_run_with_excess_and_chance() {
+        let i = Bench.interpret(
+            "mm_cid",
+            &fixture("mm_cid_gaps-guest-6.12-series-wide.results"),
+            &Decl,
+        );
+        assert!(i.errors.is_empty(), "{:?}", i.errors);
+        let one = |n| metric(&i, n).samples[0];
+        assert_eq!(one("mm_cid.cpus.possible"), 255.0);
+        assert_eq!(one("mm_cid.cpus.online"), 2.0);
+        assert_eq!(
+            one("mm_cid.periodic.excess"),
+            one("mm_cid.periodic.count") - one("mm_cid.control.count")
+        );
+        assert_eq!(one("mm_cid.periodic.excess"), -11.0);
+        assert_eq!(metric(&i, "mm_cid.periodic.chance_pct").unit, "%");
+        // Every big gap as a raw sample, pooled across boots by the harness.
+        assert_eq!(
+            metric(&i, "mm_cid.gap_big").samples.len() as f64,
+            one("mm_cid.big.count")
+        );
+    }
+
     #[test]
     fn mm_cid_gaps_metrics() {
         let i = Bench.interpret("mm_cid", &fixture("mm_cid_gaps-host.results"), &Decl);

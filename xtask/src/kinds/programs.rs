@@ -235,6 +235,28 @@ mod tests {
         assert!(s.contains(r"run 'it'\''s' 'GLIBC_TUNABLES=x ./basic_test'"));
     }
 
+    /// A real guest run: 6.12.117 x86_64 under TCG, every case passed.
+    #[test]
+    fn guest_run_of_the_rseq_selftests() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/rseq_selftests-guest-6.12.results"
+        ))
+        .unwrap();
+        let i = parse(&text);
+        assert_eq!(i.incomplete, None);
+        assert_eq!(i.cases.len(), 17);
+        assert!(
+            i.cases.iter().all(|c| c.outcome == Outcome::Pass),
+            "{:?}",
+            i.cases
+        );
+        assert!(i
+            .cases
+            .iter()
+            .any(|c| c.name == "param_test_mm_cid.membarrier"));
+    }
+
     /// The script's own output, as busybox sh printed it in a guest.
     #[test]
     fn cases_pass_fail_skip_and_cut() {

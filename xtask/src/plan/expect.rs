@@ -4,15 +4,18 @@
 //! `[[expect]]` entry overrides that for a test or a single case. Crashes,
 //! timeouts and build/apply/config/infra errors are always mismatches.
 
-use crate::plan::matrix::{Expect, ExpectedOutcome};
+use crate::plan::matrix::{Expect, ExpectedOutcome, Known};
 use crate::schema::{CellResult, Evidence, EvidenceKind, Outcome};
 
 /// The first evidence of something going wrong; notes about how the cell
 /// ran (KVM given up for TCG, an earlier attempt) explain no failure.
 fn failure_evidence(cell: &CellResult) -> Option<&Evidence> {
-    cell.evidence
-        .iter()
-        .find(|e| !matches!(e.kind, EvidenceKind::Accel | EvidenceKind::Attempt))
+    cell.evidence.iter().find(|e| {
+        !matches!(
+            e.kind,
+            EvidenceKind::Accel | EvidenceKind::Attempt | EvidenceKind::Known
+        )
+    })
 }
 
 fn matches(expected: ExpectedOutcome, got: Outcome) -> bool {
@@ -30,6 +33,26 @@ fn name(o: ExpectedOutcome) -> &'static str {
         ExpectedOutcome::Fail => "fail",
         ExpectedOutcome::Skip => "skip",
     }
+}
+
+/// A crashed cell whose splat evidence matches a `[[known]]` entry: the
+/// sentence saying so (None: not a known crash).
+pub fn known_crash(cell: &CellResult, known: &[&Known]) -> Option<String> {
+    if cell.outcome != Outcome::Crash {
+        return None;
+    }
+    known.iter().find_map(|k| {
+        let re = regex::Regex::new(&k.splat).ok()?;
+        let hit = cell
+            .evidence
+            .iter()
+            .filter(|e| e.kind == EvidenceKind::Splat)
+            .find(|e| re.is_match(&e.what) || re.is_match(&e.excerpt))?;
+        Some(format!(
+            "known crash (matrix.toml [[known]] `{}`): {}; {}",
+            k.splat, k.reason, hit.what
+        ))
+    })
 }
 
 /// `*` matches any run of characters (case names contain dots and dashes).
@@ -315,5 +338,30 @@ reason = "no feature"
         let (ok, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Crash), &[]);
         assert!(!ok);
         assert!(mm[0].contains("cell outcome crash"));
+    }
+
+    #[test]
+    fn a_known_crash_is_named_and_only_when_its_splat_matches() {
+        let known: crate::plan::matrix::Known = toml::from_str(
+            "cell = \"6.12/mm-cid-work/*/*\"\nsplat = \"rcu_core|NULL pointer\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        let mut c = CellResult::blank("6.12/mm-cid-work/x86_64/wide", Outcome::Crash);
+        c.evidence.push(Evidence::new(
+            EvidenceKind::Splat,
+            "Warning at console line 208",
+            "WARNING: CPU: 0 PID: 0 at kernel/rcu/tree.c:2636 rcu_core+0x350/0x3b6",
+            None,
+        ));
+        let why = known_crash(&c, &[&known]).expect("known");
+        assert!(
+            why.contains("known crash") && why.contains("Warning at console line 208"),
+            "{why}"
+        );
+        // Another splat is not this known crash; neither is a pass.
+        c.evidence[0].excerpt = "BUG: unable to handle page fault in seccomp_notify_recv".into();
+        assert_eq!(known_crash(&c, &[&known]), None);
+        let pass = CellResult::blank("6.12/mm-cid-work/x86_64/wide", Outcome::Pass);
+        assert_eq!(known_crash(&pass, &[&known]), None);
     }
 }

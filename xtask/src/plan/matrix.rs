@@ -23,6 +23,9 @@ pub struct Matrix {
     pub test: BTreeMap<String, TestSpec>,
     #[serde(default)]
     pub expect: Vec<Expect>,
+    /// Crashes the matrix knows about (a series known to break the kernel).
+    #[serde(default)]
+    pub known: Vec<Known>,
     /// Metric declarations by name prefix (longest prefix wins).
     #[serde(default)]
     pub metric: BTreeMap<String, MetricSpec>,
@@ -307,6 +310,17 @@ pub struct Expect {
     pub reason: String,
 }
 
+/// `[[known]]`: a crash of the matching cells whose splat matches `splat`
+/// (a regex over the splat evidence) is expected: the cell's outcome stays
+/// `crash`, with the reason beside it, and the run is as expected.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Known {
+    pub cell: String,
+    pub splat: String,
+    pub reason: String,
+}
+
 /// One unit of work: a kernel tree variant, built for one arch and config,
 /// booted once, running every selected test.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -564,6 +578,14 @@ impl Matrix {
                 bail!("{path}: expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell);
             }
         }
+        for k in &self.known {
+            if k.cell.split('/').count() != 4 {
+                bail!("{path}: known.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", k.cell);
+            }
+            if let Err(e) = regex::Regex::new(&k.splat) {
+                bail!("{path}: known.splat `{}`: not a regex: {e}", k.splat);
+            }
+        }
         for a in &self.across {
             for c in [&a.base_config, &a.new_config] {
                 if !self.config.contains_key(c) {
@@ -729,6 +751,14 @@ impl Matrix {
             .filter(|(prefix, _)| name.starts_with(prefix.as_str()))
             .max_by_key(|(prefix, _)| prefix.len())
             .map(|(_, m)| m)
+    }
+
+    /// The `[[known]]` crashes that apply to a cell.
+    pub fn known_crashes<'a>(&'a self, cell: &Cell) -> Vec<&'a Known> {
+        self.known
+            .iter()
+            .filter(|k| glob_match(&k.cell, &cell.id()))
+            .collect()
     }
 
     /// Expectations that apply to a cell, in file order: its id matches and
