@@ -365,6 +365,13 @@ pub enum PTest {
     WelchBootMedians,
 }
 
+/// JSON has no NaN: serde_json writes a NaN f64 (a p-value of a test with
+/// no spread, a change against a zero median) as `null`; read it back as
+/// NaN, so a results.json with one stays readable (merge, report, resume).
+fn nan_as_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// One A/B comparison of a metric, as report/compare.rs computed it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Comparison {
@@ -376,13 +383,21 @@ pub struct Comparison {
     pub unit: String,
     pub n_base: usize,
     pub n_new: usize,
+    #[serde(deserialize_with = "nan_as_null")]
     pub median_base: f64,
+    #[serde(deserialize_with = "nan_as_null")]
     pub median_new: f64,
+    #[serde(deserialize_with = "nan_as_null")]
     pub pct_change: f64,
+    #[serde(deserialize_with = "nan_as_null")]
     pub ci95_lo: f64,
+    #[serde(deserialize_with = "nan_as_null")]
     pub ci95_hi: f64,
+    #[serde(deserialize_with = "nan_as_null")]
     pub p_value: f64,
+    #[serde(deserialize_with = "nan_as_null")]
     pub cv_base: f64,
+    #[serde(deserialize_with = "nan_as_null")]
     pub cv_new: f64,
     pub better: Better,
     pub min_effect_pct: f64,
@@ -639,5 +654,18 @@ mod tests {
         run.save(&path).unwrap();
         assert_eq!(Run::load(&path).unwrap(), run);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A NaN p-value (no spread on either side) is written as null and
+    /// must read back: seen on a real 12-cell run, where it made
+    /// results.json unreadable for report, merge and --resume.
+    #[test]
+    fn a_nan_in_a_comparison_survives_a_round_trip() {
+        let text = r#"{"kind":"variants","base_cell":"a","new_cell":"b","base_metric":"m","new_metric":"m","unit":"gaps","n_base":3,"n_new":3,"median_base":-6.0,"median_new":0.0,"pct_change":-100.0,"ci95_lo":-150.0,"ci95_hi":50.0,"p_value":null,"cv_base":1.0,"cv_new":0.0,"better":"lower","min_effect_pct":20.0,"verdict":"too-noisy"}"#;
+        let c: Comparison = serde_json::from_str(text).unwrap();
+        assert!(c.p_value.is_nan());
+        let again: Comparison = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert!(again.p_value.is_nan());
+        assert_eq!(again.median_base, -6.0);
     }
 }
