@@ -192,6 +192,11 @@ pub struct MatrixArgs {
     /// 1, series 1, base 2, series 2, ...
     #[arg(long)]
     pub no_interleave: bool,
+    /// Leave QEMU's vCPU threads to the host scheduler. By default each
+    /// vCPU thread is pinned to a host CPU (round-robin over the CPUs
+    /// xtask may use); results record it per boot (`pinned_vcpus`).
+    #[arg(long)]
+    pub no_pin: bool,
     #[command(flatten)]
     source: bisect::SourceArgs,
 }
@@ -381,6 +386,10 @@ pub fn cmd_matrix(
     )?;
     derive(&mut m, &cache)?;
     m.aa = a.aa;
+    if a.no_pin {
+        // Read by qemu::pin_vcpus; set before any QEMU thread starts.
+        std::env::set_var("KMATRIX_PIN_VCPUS", "0");
+    }
     let filters = matrix::Filters {
         arch: a.arch,
         kernel: a.kernel,

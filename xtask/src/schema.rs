@@ -136,6 +136,10 @@ pub struct BootRecord {
     pub duration_s: f64,
     /// The accelerator it ran under (`kvm`, `tcg,thread=multi`).
     pub accel: String,
+    /// QEMU vCPU threads pinned to a host CPU each (qemu::pin_vcpus);
+    /// 0 when pinning was off (or a results file from before it).
+    #[serde(default)]
+    pub pinned_vcpus: u32,
 }
 
 /// What a piece of evidence is, so reports and CI annotations can group
@@ -413,6 +417,24 @@ pub struct Comparison {
     /// What the claim being checked says (matrix.toml `reference`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// The statistic compared: this quantile of the samples (matrix.toml
+    /// `[metric] quantile`; 0.5, the median, unless declared).
+    /// `median_base`/`median_new`, `pct_change` and the CI are of it.
+    #[serde(default = "half")]
+    pub quantile: f64,
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+/// "median", "p10", ...: how reports name a quantile.
+pub fn quantile_label(q: f64) -> String {
+    if q == 0.5 {
+        "median".into()
+    } else {
+        format!("p{}", (q * 100.0 * 10.0).round() / 10.0)
+    }
 }
 
 fn mann_whitney() -> PTest {
@@ -650,9 +672,19 @@ mod tests {
             started: "20261130-221500".into(),
             duration_s: 20.5,
             accel: "tcg,thread=multi".into(),
+            pinned_vcpus: 2,
         }];
         run.save(&path).unwrap();
         assert_eq!(Run::load(&path).unwrap(), run);
+        // A record from before pinning (no pinned_vcpus) reads as 0.
+        let old = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace(",\n          \"pinned_vcpus\": 2", "")
+            .replace("\"pinned_vcpus\":2,", "")
+            .replace(",\"pinned_vcpus\":2", "");
+        assert!(!old.contains("pinned_vcpus"), "{old}");
+        std::fs::write(&path, old).unwrap();
+        assert_eq!(Run::load(&path).unwrap().cells[0].boots[0].pinned_vcpus, 0);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -256,7 +256,9 @@ pub fn judge(
                 Err(v) => return v,
             };
             let Some((ci, p, _, _, _)) =
-                compare::compare_boots(&bm.by_boot(), &sm.by_boot(), false, better, min_effect_pct)
+                // Bisect judges medians, as its threshold predicate does,
+                // whatever quantile the matrix's comparisons use.
+                compare::compare_boots(&bm.by_boot(), &sm.by_boot(), false, better, min_effect_pct, 0.5)
             else {
                 return Verdict::Unclear(format!("{metric}: too few samples to compare"));
             };

@@ -16,6 +16,91 @@ use crate::plan::arch::Arch;
 pub const CONSOLE_CAP: u64 = 64 << 20;
 
 /// The cap in force: `KMATRIX_CONSOLE_CAP` (bytes) overrides it for tests.
+/// Whether the runner pins QEMU's vCPU threads to host CPUs (default yes;
+/// `KMATRIX_PIN_VCPUS=0` or `matrix --no-pin` turns it off). On a 2-core
+/// host, left to the host scheduler a busy vCPU thread shares a core with
+/// the other vCPU or QEMU's main loop now and then, and a benchmark's
+/// round trip takes 1.8x as long for seconds at a time (measured: same-CPU
+/// seccomp notify medians per 5 samples 57..120 us unpinned, 56..73 us
+/// pinned, 6.1 x86_64 under TCG).
+pub fn pin_vcpus() -> bool {
+    std::env::var("KMATRIX_PIN_VCPUS").map_or(true, |v| v != "0")
+}
+
+/// The vCPU index of a QEMU thread named by `-name debug-threads=on`
+/// ("CPU 3/TCG", "CPU 0/KVM"); None for its other threads.
+pub fn vcpu_of_thread(comm: &str) -> Option<usize> {
+    let rest = comm.trim_end().strip_prefix("CPU ")?;
+    let (n, accel) = rest.split_once('/')?;
+    if accel.is_empty() {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// The host CPU vCPU `vcpu` is pinned to: vCPUs round-robin over the
+/// CPUs this process may run on, so vCPU 0 and 1 of a 2-vCPU guest get a
+/// core each.
+pub fn host_cpu_for(vcpu: usize, allowed: &[usize]) -> Option<usize> {
+    (!allowed.is_empty()).then(|| allowed[vcpu % allowed.len()])
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+fn set_affinity(tid: i32, cpu: usize) -> bool {
+    // SAFETY: as above; sched_setaffinity only reads the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// Pins the vCPU threads of QEMU process `pid` as they appear, until
+/// `want` of them are pinned, `done` is set or 60 s pass. Returns how many
+/// it pinned.
+fn pin_vcpu_threads(pid: i32, want: usize, done: &std::sync::atomic::AtomicBool) -> usize {
+    use std::sync::atomic::Ordering;
+    let allowed = allowed_cpus();
+    let mut pinned: Vec<i32> = Vec::new();
+    let start = Instant::now();
+    while pinned.len() < want
+        && !done.load(Ordering::Relaxed)
+        && start.elapsed() < Duration::from_secs(60)
+    {
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                    continue;
+                };
+                if pinned.contains(&tid) {
+                    continue;
+                }
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                if let Some(cpu) = vcpu_of_thread(&comm).and_then(|v| host_cpu_for(v, &allowed)) {
+                    if set_affinity(tid, cpu) {
+                        pinned.push(tid);
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pinned.len()
+}
+
 pub fn console_cap() -> u64 {
     std::env::var("KMATRIX_CONSOLE_CAP")
         .ok()
@@ -107,6 +192,9 @@ pub fn args(g: &Guest) -> Vec<String> {
     ]);
     // A guest reboot (our init's final `reboot -f`, or panic=-1) ends QEMU.
     push(&["-no-reboot"]);
+    // Named threads ("CPU 0/TCG", ...): the runner pins each vCPU thread
+    // to a host CPU by that name, and `top -H` shows which vCPU is busy.
+    push(&["-name", "kmatrix,debug-threads=on"]);
     push(&[
         "-kernel",
         &g.kernel.to_string_lossy(),
@@ -168,6 +256,8 @@ pub struct Exit {
     pub elapsed: Duration,
     pub console_truncated: bool,
     pub stderr: String,
+    /// vCPU threads pinned to host CPUs (0 when pinning is off).
+    pub pinned_vcpus: usize,
 }
 
 /// Runs QEMU, streaming its serial console into `console` (capped), killing
@@ -208,7 +298,25 @@ pub fn run_until(
     let mut stderr = child.stderr.take().unwrap();
     let mut file = std::fs::File::create(console)?;
     let pid = child.id() as i32;
+    let want_pinned = if pin_vcpus() && args.iter().any(|a| a.contains("debug-threads=on")) {
+        args.iter()
+            .position(|a| a == "-smp")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.split(',').next()?.parse::<usize>().ok())
+            .unwrap_or(1)
+    } else {
+        0
+    };
+    let qemu_done = std::sync::atomic::AtomicBool::new(false);
     let result = std::thread::scope(|s| {
+        let qemu_done = &qemu_done;
+        let pin_thread = s.spawn(move || {
+            if want_pinned == 0 {
+                0
+            } else {
+                pin_vcpu_threads(pid, want_pinned, qemu_done)
+            }
+        });
         let err_thread = s.spawn(move || {
             let mut buf = Vec::new();
             let _ = (&mut stderr).take(1 << 20).read_to_end(&mut buf);
@@ -268,6 +376,8 @@ pub fn run_until(
             status.and_then(|s| s.code()),
             status.and_then(|s| s.signal()),
         );
+        qemu_done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let pinned_vcpus = pin_thread.join().unwrap_or(0);
         let (truncated, stopped) = out_thread.join().unwrap_or((false, false));
         let stderr = err_thread.join().unwrap_or_default();
         Exit {
@@ -278,6 +388,7 @@ pub fn run_until(
             elapsed: start.elapsed(),
             console_truncated: truncated,
             stderr,
+            pinned_vcpus,
         }
     });
     crate::host::signals::unregister_child(child.id());
@@ -287,6 +398,30 @@ pub fn run_until(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vcpu_threads_are_found_by_name_and_spread_over_host_cpus() {
+        // Thread names of qemu-system-x86_64 8.x/7.x with debug-threads=on
+        // (from /proc/PID/task/*/comm of a real TCG run).
+        assert_eq!(vcpu_of_thread("CPU 0/TCG\n"), Some(0));
+        assert_eq!(vcpu_of_thread("CPU 254/TCG"), Some(254));
+        assert_eq!(vcpu_of_thread("CPU 1/KVM"), Some(1));
+        for other in ["qemu-system-x86", "call_rcu", "worker", "CPU x/TCG", "CPU 0/", "CPU 0"] {
+            assert_eq!(vcpu_of_thread(other), None, "{other}");
+        }
+        assert_eq!(host_cpu_for(0, &[0, 1]), Some(0));
+        assert_eq!(host_cpu_for(1, &[0, 1]), Some(1));
+        assert_eq!(host_cpu_for(2, &[0, 1]), Some(0));
+        // An affinity mask that is not 0..n (taskset -c 2,5 cargo xtask ...).
+        assert_eq!(host_cpu_for(1, &[2, 5]), Some(5));
+        assert_eq!(host_cpu_for(0, &[]), None);
+    }
+
+    #[test]
+    fn qemu_threads_are_named_so_they_can_be_pinned() {
+        let a = args(&guest(Arch::X86_64));
+        assert!(has_pair(&a, "-name", "kmatrix,debug-threads=on"), "{a:?}");
+    }
 
     fn guest(arch: Arch) -> Guest {
         Guest {

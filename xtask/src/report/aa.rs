@@ -206,6 +206,7 @@ mod tests {
             boots_new: 3,
             p_test: PTest::WelchBootMedians,
             reference: None,
+            quantile: 0.5,
         }
     }
 

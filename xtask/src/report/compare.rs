@@ -24,7 +24,7 @@ pub fn compare_samples(
     better: Better,
     min_effect_pct: f64,
 ) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
-    compare_boots(&[base], &[new], false, better, min_effect_pct)
+    compare_boots(&[base], &[new], false, better, min_effect_pct, 0.5)
 }
 
 /// `compare_samples` for samples from one or more boots per side: the CI
@@ -33,23 +33,25 @@ pub fn compare_samples(
 /// p-value: for two metrics of the same boots (`paired`), or with one boot
 /// on a side, Mann-Whitney U on the samples; for different boots on both
 /// sides, Welch's t on the log of the per-boot medians, because then the
-/// boot, not the sample, is the unit that was repeated.
+/// boot, not the sample, is the unit that was repeated. `q`: the quantile
+/// compared (0.5, the median; the per-boot statistic of Welch's t too).
 pub fn compare_boots(
     base_boots: &[&[f64]],
     new_boots: &[&[f64]],
     paired: bool,
     better: Better,
     min_effect_pct: f64,
+    q: f64,
 ) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
     let (base, new) = (&base_boots.concat()[..], &new_boots.concat()[..]);
     let sb = stats::summarize(base)?;
     let sn = stats::summarize(new)?;
-    let ci = stats::median_change_ci_boots(base_boots, new_boots, paired, 0.95, RESAMPLES, SEED)?;
+    let ci = stats::quantile_change_ci_boots(base_boots, new_boots, q, paired, 0.95, RESAMPLES, SEED)?;
     let p = match p_test(base_boots, new_boots, paired) {
         PTest::WelchBootMedians => {
             let log_medians = |bs: &[&[f64]]| {
                 bs.iter()
-                    .map(|b| stats::median(b).ln())
+                    .map(|b| stats::location(b, q).ln())
                     .collect::<Vec<f64>>()
             };
             stats::welch_t(&log_medians(base_boots), &log_medians(new_boots))
@@ -93,11 +95,12 @@ fn make(
         return None;
     }
     let (better, min_effect_pct) = m.metric_spec(&nm.name);
+    let q = m.metric_quantile(&nm.name);
     // Two metrics of one cell come from the same boots: resample them paired.
     let paired = kind == ComparisonKind::Within;
     let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
     let (ci, p, verdict, cv_base, cv_new) =
-        compare_boots(&base_boots, &new_boots, paired, better, min_effect_pct)?;
+        compare_boots(&base_boots, &new_boots, paired, better, min_effect_pct, q)?;
     Some(Comparison {
         kind,
         base_cell: bc.id.clone(),
@@ -107,8 +110,8 @@ fn make(
         unit: nm.unit.clone(),
         n_base: bm.samples.len(),
         n_new: nm.samples.len(),
-        median_base: stats::median(&bm.samples),
-        median_new: stats::median(&nm.samples),
+        median_base: stats::location(&bm.samples, q),
+        median_new: stats::location(&nm.samples, q),
         pct_change: ci.pct_change,
         ci95_lo: ci.lo,
         ci95_hi: ci.hi,
@@ -122,6 +125,7 @@ fn make(
         boots_new: new_boots.len(),
         p_test: p_test(&base_boots, &new_boots, paired),
         reference: None,
+        quantile: q,
     })
 }
 
@@ -228,8 +232,14 @@ pub fn markdown(cs: &[Comparison]) -> String {
         } else {
             ""
         };
+        // Medians unless the metric declares another quantile: then named.
+        let stat = if c.quantile == 0.5 {
+            String::new()
+        } else {
+            format!("{} ", crate::schema::quantile_label(c.quantile))
+        };
         s += &format!(
-            "| {new} | {base} | {:.3} | {:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%]{boots} | {:.4}{p_note} | {} |\n",
+            "| {new} | {base} | {stat}{:.3} | {stat}{:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%]{boots} | {:.4}{p_note} | {} |\n",
             c.median_base,
             c.median_new,
             c.unit,
@@ -340,11 +350,11 @@ mod tests {
             base.iter().map(|v| &v[..]).collect(),
             new.iter().map(|v| &v[..]).collect(),
         );
-        let (_, p, v, _, _) = compare_boots(&b, &n, false, Better::Lower, 1.0).unwrap();
+        let (_, p, v, _, _) = compare_boots(&b, &n, false, Better::Lower, 1.0, 0.5).unwrap();
         assert!(p > 0.5, "{p}");
         assert_ne!(v, Verdict::Regressed);
         // Paired (two metrics of the same boots): the boot shifts cancel.
-        let (ci, _, v, _, _) = compare_boots(&b, &n, true, Better::Lower, 1.0).unwrap();
+        let (ci, _, v, _, _) = compare_boots(&b, &n, true, Better::Lower, 1.0, 0.5).unwrap();
         assert!(ci.lo > 0.0, "{ci:?}");
         assert_eq!(v, Verdict::Regressed);
     }
@@ -375,6 +385,7 @@ mod tests {
             boots_new: 3,
             p_test: PTest::WelchBootMedians,
             reference: None,
+            quantile: 0.5,
         };
         let variants = Comparison {
             kind: ComparisonKind::Variants,
@@ -474,5 +485,61 @@ mod tests {
             Verdict::TooFewSamples
         );
         assert!(compare_samples(&[], &[1.0], Better::Lower, 1.0).is_none());
+    }
+}
+
+/// Real A/A data: the same 6.1 x86_64 kernel booted 6 times as `base` and
+/// 6 times as `base~aa`, interleaved, pinned vCPUs, under TCG on a 2-core
+/// host with slow episodes (a boot's same-CPU median 57 to 107 us).
+#[cfg(test)]
+mod aa_fixture {
+    use super::*;
+    use crate::analyze::guestlog::{bench_lines, BenchLine};
+
+    fn boots(side: &str, metric: &str) -> Vec<Vec<f64>> {
+        (1..=6)
+            .map(|i| {
+                let f = format!(
+                    "{}/../tests/fixtures/aa-6.1-x86_64-6boots/{side}/results.boot{i}.log",
+                    env!("CARGO_MANIFEST_DIR")
+                );
+                bench_lines(&std::fs::read_to_string(&f).unwrap())
+                    .into_iter()
+                    .filter_map(|l| match l {
+                        BenchLine::Metric { name, value, .. } if name == metric => Some(value),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn verdict(metric: &str, q: f64) -> (stats::ChangeCi, Verdict) {
+        let (b, n) = (boots("base", metric), boots("aa", metric));
+        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) =
+            (b.iter().map(|v| &v[..]).collect(), n.iter().map(|v| &v[..]).collect());
+        let (ci, _, v, _, _) = compare_boots(&b, &n, false, Better::Lower, 5.0, q).unwrap();
+        (ci, v)
+    }
+
+    /// Same-CPU round trips: the boots' medians range over 57..107 us, their
+    /// 10th percentiles over a few percent. Compared by median the two
+    /// sides' CI spans about 45 points; by p10 under 7, around zero.
+    #[test]
+    fn low_quantile_sees_through_slow_episodes_that_the_median_cannot() {
+        let m = "seccomp_notify.default.same-cpu";
+        let (ci, v) = verdict(m, 0.5);
+        let (ci10, v10) = verdict(m, 0.1);
+        assert_eq!(v, Verdict::TooNoisy, "{ci:?}");
+        assert!(ci.hi - ci.lo > 40.0, "{ci:?}");
+        assert!(ci10.hi - ci10.lo < 8.0, "{ci10:?}");
+        assert!(ci10.lo < 0.0 && ci10.hi > 0.0, "{ci10:?}");
+        assert!(!matches!(v10, Verdict::Improved | Verdict::Regressed), "{v10:?}");
+        // Cross-CPU round trips also move between boots at their low end
+        // (p5 98.6..114.3 us on both sides): p10 narrows the CI there less.
+        let (cc, _) = verdict("seccomp_notify.default.cross-cpu", 0.5);
+        let (cc10, _) = verdict("seccomp_notify.default.cross-cpu", 0.1);
+        assert!(cc10.hi - cc10.lo < cc.hi - cc.lo, "{cc10:?} vs {cc:?}");
+        assert!(cc10.hi - cc10.lo > 10.0, "{cc10:?}");
     }
 }

@@ -425,9 +425,22 @@ fn erfc(x: f64) -> f64 {
 /// (1-c)/2 and (1+c)/2 quantiles of the resampled percent changes. The same seed always
 /// gives the same interval. Returns `None` if either side is empty, the base median is 0,
 /// `resamples` is 0, or `confidence` is not strictly between 0 and 1.
+#[cfg(test)]
 pub fn median_change_ci(
     base: &[f64],
     new: &[f64],
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<ChangeCi> {
+    quantile_change_ci(base, new, 0.5, confidence, resamples, seed)
+}
+
+/// [`median_change_ci`] for the `q` quantile (0.5: the median).
+pub fn quantile_change_ci(
+    base: &[f64],
+    new: &[f64],
+    q: f64,
     confidence: f64,
     resamples: usize,
     seed: u64,
@@ -438,11 +451,11 @@ pub fn median_change_ci(
     if !(confidence > 0.0 && confidence < 1.0) {
         return None;
     }
-    let base_med = median(base);
+    let base_med = location(base, q);
     if base_med == 0.0 {
         return None;
     }
-    let pct_change = pct_of(median(new), base_med);
+    let pct_change = pct_of(location(new, q), base_med);
 
     let mut rng = Xoshiro256::new(seed);
     let mut buf_base = vec![0.0; base.len()];
@@ -455,8 +468,8 @@ pub fn median_change_ci(
         for slot in buf_new.iter_mut() {
             *slot = new[rng.below(new.len())];
         }
-        let mb = median_in_place(&mut buf_base);
-        let mn = median_in_place(&mut buf_new);
+        let mb = location_in_place(&mut buf_base, q);
+        let mn = location_in_place(&mut buf_new, q);
         // A resampled base median of 0 (possible only when half the base is 0) yields an
         // infinite ratio; keeping it widens the interval, which is the honest outcome.
         // 0/0 means both medians vanished: call that no change rather than poison the sort.
@@ -483,6 +496,7 @@ pub fn median_change_ci(
 /// interleaved), so one draw of boot indices serves both and a shift that
 /// moves a whole boot cancels out. With one boot a side it is
 /// `median_change_ci`.
+#[cfg(test)]
 pub fn median_change_ci_boots(
     base: &[&[f64]],
     new: &[&[f64]],
@@ -491,8 +505,21 @@ pub fn median_change_ci_boots(
     resamples: usize,
     seed: u64,
 ) -> Option<ChangeCi> {
+    quantile_change_ci_boots(base, new, 0.5, paired, confidence, resamples, seed)
+}
+
+/// [`median_change_ci_boots`] for the `q` quantile (0.5: the median).
+pub fn quantile_change_ci_boots(
+    base: &[&[f64]],
+    new: &[&[f64]],
+    q: f64,
+    paired: bool,
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<ChangeCi> {
     if base.len() <= 1 && new.len() <= 1 {
-        return median_change_ci(base.first()?, new.first()?, confidence, resamples, seed);
+        return quantile_change_ci(base.first()?, new.first()?, q, confidence, resamples, seed);
     }
     if base.iter().chain(new).any(|b| b.is_empty())
         || resamples == 0
@@ -501,11 +528,11 @@ pub fn median_change_ci_boots(
         return None;
     }
     let paired = paired && base.len() == new.len();
-    let base_med = median(&base.concat());
+    let base_med = location(&base.concat(), q);
     if base_med == 0.0 {
         return None;
     }
-    let pct_change = pct_of(median(&new.concat()), base_med);
+    let pct_change = pct_of(location(&new.concat(), q), base_med);
     let mut rng = Xoshiro256::new(seed);
     let mut pick_b = vec![0; base.len()];
     let mut pick_n = vec![0; new.len()];
@@ -517,8 +544,8 @@ pub fn median_change_ci_boots(
         } else {
             pick_n.iter_mut().for_each(|p| *p = rng.below(new.len()));
         }
-        let mb = resampled_median(base, &pick_b, &mut rng);
-        let mn = resampled_median(new, &pick_n, &mut rng);
+        let mb = resampled_location(base, &pick_b, &mut rng, q);
+        let mn = resampled_location(new, &pick_n, &mut rng, q);
         pcts.push(if mb == 0.0 && mn == 0.0 {
             0.0
         } else {
@@ -554,7 +581,7 @@ pub fn median_ci_boots(
     let mut meds = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         pick.iter_mut().for_each(|p| *p = rng.below(boots.len()));
-        meds.push(resampled_median(boots, &pick, &mut rng));
+        meds.push(resampled_location(boots, &pick, &mut rng, 0.5));
     }
     meds.sort_by(f64::total_cmp);
     Some((
@@ -565,7 +592,7 @@ pub fn median_ci_boots(
 
 /// Median of one two-stage resample: the boots in `pick`, each resampled
 /// with replacement to its own size.
-fn resampled_median(boots: &[&[f64]], pick: &[usize], rng: &mut Xoshiro256) -> f64 {
+fn resampled_location(boots: &[&[f64]], pick: &[usize], rng: &mut Xoshiro256, q: f64) -> f64 {
     let mut buf = Vec::with_capacity(boots.iter().map(|b| b.len()).sum());
     for &i in pick {
         let c = boots[i];
@@ -573,7 +600,23 @@ fn resampled_median(boots: &[&[f64]], pick: &[usize], rng: &mut Xoshiro256) -> f
             buf.push(c[rng.below(c.len())]);
         }
     }
-    median_in_place(&mut buf)
+    location_in_place(&mut buf, q)
+}
+
+/// The `q` quantile of `xs` (numpy's linear method); 0.5 is the median.
+pub fn location(xs: &[f64], q: f64) -> f64 {
+    let mut buf = xs.to_vec();
+    location_in_place(&mut buf, q)
+}
+
+/// `location` that reorders `buf`: the median by selection (the bootstrap
+/// calls this thousands of times), other quantiles by a sort.
+fn location_in_place(buf: &mut [f64], q: f64) -> f64 {
+    if q == 0.5 {
+        return median_in_place(buf);
+    }
+    buf.sort_unstable_by(f64::total_cmp);
+    quantile(buf, q)
 }
 
 fn pct_of(new_med: f64, base_med: f64) -> f64 {

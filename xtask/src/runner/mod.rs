@@ -52,6 +52,8 @@ pub struct Ctx<'a> {
     trees: RefCell<HashMap<String, Rc<Trees>>>,
     /// Boots run so far by this driver (BootRecord::seq).
     boot_seq: std::cell::Cell<u32>,
+    /// vCPU threads the last boot pinned (qemu::Exit::pinned_vcpus).
+    last_pinned: std::cell::Cell<usize>,
 }
 
 /// The metric declarations of the matrix, as test kinds see them.
@@ -85,6 +87,7 @@ impl<'a> Ctx<'a> {
             accel,
             trees: Default::default(),
             boot_seq: Default::default(),
+            last_pinned: Default::default(),
         }
     }
 
@@ -886,6 +889,7 @@ fn timed_boot(
     ctx.boot_seq.set(seq);
     let started = crate::timestamp();
     let t = Instant::now();
+    ctx.last_pinned.set(0);
     let out = boot_once(
         ctx,
         cell,
@@ -905,6 +909,7 @@ fn timed_boot(
         started,
         duration_s: t.elapsed().as_secs_f64(),
         accel: b.accel.qemu_arg(),
+        pinned_vcpus: ctx.last_pinned.get() as u32,
     });
     Ok(out)
 }
@@ -1011,6 +1016,7 @@ fn boot_once(
             ));
         }
     };
+    ctx.last_pinned.set(exit.pinned_vcpus);
     let console_text =
         String::from_utf8_lossy(&std::fs::read(&console_log).unwrap_or_default()).into_owned();
     let results_text =
