@@ -373,11 +373,16 @@ pub fn cmd_list_groups(matrix_path: &Path, json: bool) -> Result<u8> {
 pub fn cmd_aa_rate(runs: &[PathBuf], matrix: &Path, metrics: &[String]) -> Result<u8> {
     let m = crate::load_matrix(matrix)?;
     let mut all = Vec::new();
+    let mut loaded = Vec::new();
     for p in runs {
         let run = load_run(p)?;
         all.push((p.display().to_string(), compare::compare(&run, &m)));
+        loaded.push(run);
     }
     let t = aa::tally(&all, metrics);
     print!("{}", aa::text(&t));
+    let mut noise = aa::noise(&loaded.iter().collect::<Vec<_>>(), &m);
+    noise.retain(|(_, name), _| metrics.is_empty() || metrics.iter().any(|p| name.starts_with(p)));
+    print!("{}", aa::noise_text(&noise));
     Ok(if aa::all_met(&t) { 0 } else { 1 })
 }

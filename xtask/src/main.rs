@@ -580,7 +580,10 @@ pub fn cmd_matrix(
             ));
         }
     }
-    let summary = report::markdown::markdown(&run) + &compare::markdown(&run.comparisons);
+    // An A/A run (--aa) also says how much a boot's figure moves here.
+    let summary = report::markdown::markdown(&run)
+        + &compare::markdown(&run.comparisons)
+        + &report::aa::noise_text(&report::aa::noise(&[&run], &m));
     std::fs::write(run_dir.join("summary.md"), &summary)?;
     cmd_report::write_run_reports(root, &run, &m, &run_dir);
     println!("{summary}");

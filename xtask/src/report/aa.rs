@@ -2,12 +2,15 @@
 //! as `base~aa` and compares the two like base and series. Any verdict but
 //! "no significant change" there is about the harness, not the kernel.
 //! `aa-rate` counts those verdicts over several runs, per arch, and checks
-//! them against the goals of issue 12. Pure: comparisons in, counts out.
+//! them against the goals of issue 12, and says from the same runs how much
+//! a boot's figure moves on this host and how many boots a comparison
+//! would need. Pure: runs and comparisons in, counts out.
 
 use std::collections::BTreeMap;
 
-use crate::plan::matrix::AA_VARIANT;
-use crate::schema::{Comparison, ComparisonKind, Verdict};
+use crate::plan::matrix::{Matrix, AA_VARIANT};
+use crate::report::stats;
+use crate::schema::{CellResult, Comparison, ComparisonKind, Run, Verdict};
 
 /// At most this share of A/A comparisons may say improved or regressed.
 pub const MAX_FALSE_ALARM_PCT: f64 = 5.0;
@@ -171,6 +174,120 @@ pub fn text(tallies: &BTreeMap<String, Tally>) -> String {
     s
 }
 
+/// The boot-to-boot noise of one metric on one arch, from the A/A runs'
+/// data: what decides how many boots a comparison needs on this host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Noise {
+    /// Pooled SD, in percent, of the log of each boot's statistic (the
+    /// metric's declared quantile of that boot's samples) within a cell.
+    pub sd_pct: f64,
+    /// Degrees of freedom behind it (boots minus one, summed over cells).
+    pub df: usize,
+    /// Boots per side with which a comparison of two unchanged kernels
+    /// concludes "no change" 80% of the time (its CI within
+    /// +-min_effect_pct); None past 50.
+    pub boots_needed: Option<usize>,
+    pub min_effect_pct: f64,
+    pub quantile: f64,
+}
+
+/// Boots per side for an equivalence verdict at 80% power: the smallest n
+/// with se * (t(0.975, 2n-2) + 0.84) <= h, se = sd * sqrt(2/n), all on the
+/// log scale (sd and h as fractions). The CI half-width is t*se and its
+/// centre strays by more than 0.84 se one way or the other 20% of the time
+/// (on the side that matters, a normal approximation).
+pub fn boots_needed(sd: f64, h: f64) -> Option<usize> {
+    (2..=50).find(|&n| {
+        let se = sd * (2.0 / n as f64).sqrt();
+        se * (t975((2 * n - 2) as f64) + 0.84) <= h
+    })
+}
+
+/// The two-sided 95% point of Student's t (bisection on its CDF).
+fn t975(df: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0_f64, 100.0_f64);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if stats::student_t_two_sided(mid, df) > 0.05 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// Per (arch, metric): the boot-to-boot noise of the A/A runs' cells (base
+/// and base~aa both: the same kernel), for every compared metric with at
+/// least two boots.
+pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
+    // (sum of squared deviations, degrees of freedom) per key.
+    let mut acc: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+    for run in runs {
+        let has_twin = |c: &CellResult| {
+            let twin = c.id.replacen(&format!("/{}/", c.variant), &format!("/{AA_VARIANT}/"), 1);
+            c.variant == "base" && run.cells.iter().any(|x| x.id == twin)
+        };
+        for c in run
+            .cells
+            .iter()
+            .filter(|c| c.variant == AA_VARIANT || has_twin(c))
+        {
+            for metric in c.metrics.iter().filter(|x| x.skip.is_none() && m.compared(&x.name)) {
+                let boots = metric.by_boot();
+                if boots.len() < 2 {
+                    continue;
+                }
+                let q = m.metric_quantile(&metric.name);
+                let logs: Vec<f64> = boots.iter().map(|b| stats::location(b, q).ln()).collect();
+                let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+                let ss: f64 = logs.iter().map(|x| (x - mean).powi(2)).sum();
+                let e = acc.entry((c.arch.to_string(), metric.name.clone())).or_default();
+                e.0 += ss;
+                e.1 += logs.len() - 1;
+            }
+        }
+    }
+    acc.into_iter()
+        .filter(|(_, (_, df))| *df > 0)
+        .map(|((arch, metric), (ss, df))| {
+            let sd = (ss / df as f64).sqrt();
+            let min_effect_pct = m.metric_spec(&metric).1;
+            let n = Noise {
+                sd_pct: 100.0 * (sd.exp() - 1.0),
+                df,
+                boots_needed: boots_needed(sd, (1.0 + min_effect_pct / 100.0).ln()),
+                min_effect_pct,
+                quantile: m.metric_quantile(&metric),
+            };
+            ((arch, metric), n)
+        })
+        .collect()
+}
+
+pub fn noise_text(n: &BTreeMap<(String, String), Noise>) -> String {
+    if n.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\nBoot-to-boot noise on this host (from these runs; the boot is the unit comparisons repeat):\n",
+    );
+    for ((arch, metric), x) in n {
+        s += &format!(
+            "  {arch} {metric}: {} varies {:.1}% (SD) from boot to boot ({} df); for \"no change\" within +-{}% in 80% of A/A comparisons: {}\n",
+            crate::schema::quantile_label(x.quantile),
+            x.sd_pct,
+            x.df,
+            x.min_effect_pct,
+            match x.boots_needed {
+                Some(b) => format!("{b} boots a side"),
+                None => "more than 50 boots a side".into(),
+            }
+        );
+    }
+    s
+}
+
 /// Every goal of every arch met.
 pub fn all_met(tallies: &BTreeMap<String, Tally>) -> bool {
     !tallies.is_empty() && tallies.values().all(|t| t.goals().iter().all(|g| g.1))
@@ -327,5 +444,55 @@ mod tests {
         assert!(!all_met(&t));
         assert!(!all_met(&BTreeMap::new()));
         assert!(text(&BTreeMap::new()).contains("matrix --aa"));
+    }
+
+    #[test]
+    fn boots_needed_grows_with_the_square_of_the_noise() {
+        let h = 1.05_f64.ln();
+        // No noise: the fewest boots that give a CI at all.
+        assert_eq!(boots_needed(0.0, h), Some(2));
+        let (a, b) = (boots_needed(0.02, h).unwrap(), boots_needed(0.04, h).unwrap());
+        assert!((3..=6).contains(&a), "{a}");
+        // Twice the noise, about four times the boots.
+        assert!(b >= 3 * a && b <= 5 * a, "{a} {b}");
+        assert_eq!(boots_needed(0.5, h), None);
+        // t(0.975) for 4 df is 2.776 (tables).
+        assert!((t975(4.0) - 2.776).abs() < 0.001, "{}", t975(4.0));
+    }
+
+    /// A real `matrix --aa --test seccomp_notify` run (6.1, 3 boots a cell,
+    /// TCG): one noise figure per arch and compared metric, from the base
+    /// and base~aa cells' boots; the pooled SD as computed by hand (numpy
+    /// linear p10 of each boot, log, pooled over the two cells).
+    #[test]
+    fn noise_from_a_real_aa_run() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let run = Run::load(std::path::Path::new(&format!("{dir}/tests/fixtures/runs/aa-1/results.json"))).unwrap();
+        let m = Matrix::parse(
+            "matrix.toml",
+            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
+        )
+        .unwrap();
+        let n = noise(&[&run], &m);
+        let keys: Vec<String> = n.keys().map(|(a, m)| format!("{a} {m}")).collect();
+        assert_eq!(
+            keys,
+            [
+                "arm64 seccomp_notify.default.cross-cpu",
+                "arm64 seccomp_notify.default.same-cpu",
+                "arm64 seccomp_notify.default.unpinned",
+                "x86_64 seccomp_notify.default.cross-cpu",
+                "x86_64 seccomp_notify.default.same-cpu",
+                "x86_64 seccomp_notify.default.unpinned",
+            ]
+        );
+        let x = &n[&("x86_64".to_string(), "seccomp_notify.default.same-cpu".to_string())];
+        assert_eq!((x.df, x.quantile, x.min_effect_pct), (4, 0.1, 5.0));
+        assert!((x.sd_pct - 1.3107).abs() < 0.001, "{x:?}");
+        let a = &n[&("arm64".to_string(), "seccomp_notify.default.same-cpu".to_string())];
+        assert!((a.sd_pct - 0.8022).abs() < 0.001, "{a:?}");
+        assert_eq!(x.boots_needed, boots_needed((1.0 + x.sd_pct / 100.0).ln(), 1.05_f64.ln()));
+        let t = noise_text(&n);
+        assert!(t.contains("x86_64 seccomp_notify.default.same-cpu: p10 varies 1.3% (SD) from boot to boot (4 df)"), "{t}");
     }
 }
