@@ -420,12 +420,18 @@ pub struct Comparison {
     /// The statistic compared: this quantile of the samples (matrix.toml
     /// `[metric] quantile`; 0.5, the median, unless declared).
     /// `median_base`/`median_new`, `pct_change` and the CI are of it.
-    #[serde(default = "half")]
+    /// Written only when not the median, so comparisons of medians read
+    /// as they always have.
+    #[serde(default = "half", skip_serializing_if = "is_half")]
     pub quantile: f64,
 }
 
 fn half() -> f64 {
     0.5
+}
+
+fn is_half(q: &f64) -> bool {
+    *q == 0.5
 }
 
 /// "median", "p10", ...: how reports name a quantile.
@@ -577,6 +583,14 @@ mod tests {
             )
         );
         assert_eq!(serde_json::to_string(&c).unwrap(), COMPARISON_JSON);
+        assert_eq!(c.quantile, 0.5);
+        // Another quantile is written, and read back.
+        let p10 = Comparison { quantile: 0.1, ..c.clone() };
+        let j = serde_json::to_string(&p10).unwrap();
+        assert!(j.ends_with(r#","quantile":0.1}"#), "{j}");
+        assert_eq!(serde_json::from_str::<Comparison>(&j).unwrap(), p10);
+        assert_eq!(quantile_label(0.1), "p10");
+        assert_eq!(quantile_label(0.5), "median");
         // Documents written before boots and p_test were recorded.
         let old = COMPARISON_JSON
             .replace(
