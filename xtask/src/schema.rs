@@ -424,6 +424,15 @@ pub struct Comparison {
     /// as they always have.
     #[serde(default = "half", skip_serializing_if = "is_half")]
     pub quantile: f64,
+    /// For a base-vs-series "too noisy" verdict with several boots a side:
+    /// how much the compared statistic moved from boot to boot within the
+    /// two cells (pooled SD of its log, in percent), and the boots a side
+    /// that would pin a change down to +-min_effect_pct on this host
+    /// (report::aa::boots_needed; None past 50). The noise, from the data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_sd_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boots_needed: Option<u32>,
 }
 
 fn half() -> f64 {

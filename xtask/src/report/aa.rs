@@ -239,12 +239,11 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
                     continue;
                 }
                 let q = m.metric_quantile(&metric.name);
-                let logs: Vec<f64> = boots.iter().map(|b| stats::location(b, q).ln()).collect();
-                let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-                let ss: f64 = logs.iter().map(|x| (x - mean).powi(2)).sum();
+                let per_boot: Vec<f64> = boots.iter().map(|b| stats::location(b, q)).collect();
+                let (ss, df) = stats::log_ss(&per_boot);
                 let e = acc.entry((c.arch.to_string(), metric.name.clone())).or_default();
                 e.0 += ss;
-                e.1 += logs.len() - 1;
+                e.1 += df;
             }
         }
     }
@@ -324,6 +323,8 @@ mod tests {
             p_test: PTest::WelchBootMedians,
             reference: None,
             quantile: 0.5,
+            boot_sd_pct: None,
+            boots_needed: None,
         }
     }
 

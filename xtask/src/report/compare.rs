@@ -101,6 +101,11 @@ fn make(
     let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
     let (ci, p, verdict, cv_base, cv_new) =
         compare_boots(&base_boots, &new_boots, paired, better, min_effect_pct, q)?;
+    let (boot_sd_pct, boots_needed) = if verdict == Verdict::TooNoisy && !paired {
+        boot_noise(&[&base_boots, &new_boots], q, min_effect_pct)
+    } else {
+        (None, None)
+    };
     Some(Comparison {
         kind,
         base_cell: bc.id.clone(),
@@ -126,7 +131,28 @@ fn make(
         p_test: p_test(&base_boots, &new_boots, paired),
         reference: None,
         quantile: q,
+        boot_sd_pct,
+        boots_needed,
     })
+}
+
+/// Pooled boot-to-boot SD (percent) of the `q` quantile's log over cells
+/// of at least two boots each, and the boots a side that noise calls for
+/// (None past 50); (None, None) when no cell has two boots.
+pub fn boot_noise(cells: &[&[&[f64]]], q: f64, min_effect_pct: f64) -> (Option<f64>, Option<u32>) {
+    let (mut ss, mut df) = (0.0, 0usize);
+    for boots in cells {
+        let per_boot: Vec<f64> = boots.iter().map(|b| stats::location(b, q)).collect();
+        let (s, d) = stats::log_ss(&per_boot);
+        ss += s;
+        df += d;
+    }
+    if df == 0 {
+        return (None, None);
+    }
+    let sd = (ss / df as f64).sqrt();
+    let needed = crate::report::aa::boots_needed(sd, (1.0 + min_effect_pct / 100.0).ln());
+    (Some(100.0 * (sd.exp() - 1.0)), needed.map(|n| n as u32))
 }
 
 pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
@@ -247,9 +273,20 @@ pub fn markdown(cs: &[Comparison]) -> String {
             c.ci95_lo,
             c.ci95_hi,
             c.p_value,
-            match &c.reference {
-                Some(r) => format!("{}; {r}", c.verdict.describe()),
-                None => c.verdict.describe().to_string(),
+            {
+                let mut v = c.verdict.describe().to_string();
+                if let Some(sd) = c.boot_sd_pct {
+                    v += &format!(
+                        " (boots vary {sd:.1}%: {} for +-{}%)",
+                        c.boots_needed
+                            .map_or("more than 50 boots a side".to_string(), |n| format!("about {n} boots a side")),
+                        c.min_effect_pct
+                    );
+                }
+                match &c.reference {
+                    Some(r) => format!("{v}; {r}"),
+                    None => v,
+                }
             }
         );
     }
@@ -386,6 +423,8 @@ mod tests {
             p_test: PTest::WelchBootMedians,
             reference: None,
             quantile: 0.5,
+            boot_sd_pct: None,
+            boots_needed: None,
         };
         let variants = Comparison {
             kind: ComparisonKind::Variants,
@@ -541,5 +580,70 @@ mod aa_fixture {
         let (cc10, _) = verdict("seccomp_notify.default.cross-cpu", 0.1);
         assert!(cc10.hi - cc10.lo < cc.hi - cc.lo, "{cc10:?} vs {cc:?}");
         assert!(cc10.hi - cc10.lo > 10.0, "{cc10:?}");
+    }
+
+    /// A "too noisy" verdict says how much the boots moved and how many
+    /// boots a side would settle it; one boot a side cannot say.
+    #[test]
+    fn too_noisy_says_the_boot_spread_and_the_boots_it_would_take() {
+        let m = "seccomp_notify.default.cross-cpu";
+        let (b, n) = (boots("base", m), boots("aa", m));
+        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) =
+            (b.iter().map(|v| &v[..]).collect(), n.iter().map(|v| &v[..]).collect());
+        let (sd, needed) = boot_noise(&[&b, &n], 0.1, 5.0);
+        let sd = sd.unwrap();
+        // p10 of the 12 boots: 99.7..120.3 us (see the fixture).
+        assert!(sd > 3.0 && sd < 10.0, "{sd}");
+        let needed = needed.unwrap();
+        assert!(needed > 6, "{needed}");
+        assert_eq!(
+            Some(needed as usize),
+            crate::report::aa::boots_needed((1.0 + sd / 100.0).ln(), 1.05_f64.ln())
+        );
+        assert_eq!(boot_noise(&[&b[..1], &n[..1]], 0.1, 5.0), (None, None));
+        let c = Comparison {
+            verdict: Verdict::TooNoisy,
+            boot_sd_pct: Some(sd),
+            boots_needed: Some(needed as u32),
+            ..sample_comparison()
+        };
+        let md = markdown(&[c.clone()]);
+        assert!(
+            md.contains(&format!("too noisy to judge (boots vary {sd:.1}%: about {needed} boots a side for +-5%)")),
+            "{md}"
+        );
+        let md = markdown(&[Comparison { boots_needed: None, ..c }]);
+        assert!(md.contains("more than 50 boots a side for +-5%"), "{md}");
+    }
+
+    fn sample_comparison() -> Comparison {
+        Comparison {
+            kind: ComparisonKind::Variants,
+            base_cell: "6.1/base/x86_64/tiny".into(),
+            new_cell: "6.1/base~aa/x86_64/tiny".into(),
+            base_metric: "seccomp_notify.default.cross-cpu".into(),
+            new_metric: "seccomp_notify.default.cross-cpu".into(),
+            unit: "us/op".into(),
+            n_base: 600,
+            n_new: 600,
+            median_base: 110.0,
+            median_new: 110.0,
+            pct_change: 0.0,
+            ci95_lo: -9.0,
+            ci95_hi: 9.0,
+            p_value: 0.9,
+            cv_base: 0.1,
+            cv_new: 0.1,
+            better: Better::Lower,
+            min_effect_pct: 5.0,
+            verdict: Verdict::NoChange,
+            boots_base: 6,
+            boots_new: 6,
+            p_test: PTest::WelchBootMedians,
+            reference: None,
+            quantile: 0.1,
+            boot_sd_pct: None,
+            boots_needed: None,
+        }
     }
 }

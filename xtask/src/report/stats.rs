@@ -603,6 +603,19 @@ fn resampled_location(boots: &[&[f64]], pick: &[usize], rng: &mut Xoshiro256, q:
     location_in_place(&mut buf, q)
 }
 
+/// Boot-to-boot spread of one cell: the sum of squared deviations of the
+/// logs of `values` (one statistic per boot) from their mean, and its
+/// degrees of freedom (n - 1). Summed over cells, ss/df is the pooled
+/// variance of the log.
+pub fn log_ss(values: &[f64]) -> (f64, usize) {
+    if values.len() < 2 {
+        return (0.0, 0);
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    (logs.iter().map(|x| (x - mean).powi(2)).sum(), logs.len() - 1)
+}
+
 /// The `q` quantile of `xs` (numpy's linear method); 0.5 is the median.
 pub fn location(xs: &[f64], q: f64) -> f64 {
     let mut buf = xs.to_vec();
