@@ -15,7 +15,6 @@ use crate::plan::arch::Arch;
 /// fill the disk; the guest keeps running.
 pub const CONSOLE_CAP: u64 = 64 << 20;
 
-/// The cap in force: `KMATRIX_CONSOLE_CAP` (bytes) overrides it for tests.
 /// Whether the runner pins QEMU's vCPU threads to host CPUs (default yes;
 /// `KMATRIX_PIN_VCPUS=0` or `matrix --no-pin` turns it off). On a 2-core
 /// host, left to the host scheduler a busy vCPU thread shares a core with
@@ -101,6 +100,7 @@ fn pin_vcpu_threads(pid: i32, want: usize, done: &std::sync::atomic::AtomicBool)
     pinned.len()
 }
 
+/// The cap in force: `KMATRIX_CONSOLE_CAP` (bytes) overrides it for tests.
 pub fn console_cap() -> u64 {
     std::env::var("KMATRIX_CONSOLE_CAP")
         .ok()
@@ -415,6 +415,56 @@ mod tests {
         // An affinity mask that is not 0..n (taskset -c 2,5 cargo xtask ...).
         assert_eq!(host_cpu_for(1, &[2, 5]), Some(5));
         assert_eq!(host_cpu_for(0, &[]), None);
+    }
+
+    /// The pinning itself, on real threads of this process named as QEMU
+    /// names its vCPUs: each lands on the CPU `host_cpu_for` picks from
+    /// this process's affinity, whatever the host has (1 CPU or many), and
+    /// other threads are left alone.
+    #[test]
+    fn vcpu_threads_of_a_process_are_pinned_by_name() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::mpsc;
+        let allowed = allowed_cpus();
+        assert!(!allowed.is_empty());
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let mut handles = Vec::new();
+        for name in ["CPU 0/TCG", "CPU 1/TCG", "not-a-vcpu"] {
+            let (stop, tx) = (stop.clone(), tx.clone());
+            handles.push(
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn(move || {
+                        tx.send(unsafe { libc::gettid() }).unwrap();
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                    })
+                    .unwrap(),
+            );
+        }
+        let tids: Vec<i32> = (0..3).map(|_| rx.recv().unwrap()).collect();
+        let done = AtomicBool::new(false);
+        let pid = std::process::id() as i32;
+        assert_eq!(pin_vcpu_threads(pid, 2, &done), 2);
+        let affinity = |tid: i32| unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+            (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect::<Vec<_>>()
+        };
+        for &tid in &tids {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap();
+            match vcpu_of_thread(&comm) {
+                Some(v) => assert_eq!(affinity(tid), [host_cpu_for(v, &allowed).unwrap()], "{comm}"),
+                None => assert_eq!(affinity(tid), allowed, "{comm}"),
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        handles.into_iter().for_each(|h| h.join().unwrap());
+        // Told QEMU is gone, it gives up at once with what it has.
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(pin_vcpu_threads(pid, 2, &done), 0);
     }
 
     #[test]

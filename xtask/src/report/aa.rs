@@ -203,6 +203,17 @@ pub fn boots_needed(sd: f64, h: f64) -> Option<usize> {
     })
 }
 
+/// From a pooled sum of squares of log boot statistics and its degrees of
+/// freedom (df > 0): the SD in percent and `boots_needed` for
+/// `min_effect_pct`.
+pub fn pooled_noise(ss: f64, df: usize, min_effect_pct: f64) -> (f64, Option<usize>) {
+    let sd = (ss / df as f64).sqrt();
+    (
+        100.0 * (sd.exp() - 1.0),
+        boots_needed(sd, (1.0 + min_effect_pct / 100.0).ln()),
+    )
+}
+
 /// The two-sided 95% point of Student's t (bisection on its CDF).
 fn t975(df: f64) -> f64 {
     let (mut lo, mut hi) = (0.0_f64, 100.0_f64);
@@ -250,12 +261,12 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
     acc.into_iter()
         .filter(|(_, (_, df))| *df > 0)
         .map(|((arch, metric), (ss, df))| {
-            let sd = (ss / df as f64).sqrt();
             let min_effect_pct = m.metric_spec(&metric).1;
+            let (sd_pct, boots_needed) = pooled_noise(ss, df, min_effect_pct);
             let n = Noise {
-                sd_pct: 100.0 * (sd.exp() - 1.0),
+                sd_pct,
                 df,
-                boots_needed: boots_needed(sd, (1.0 + min_effect_pct / 100.0).ln()),
+                boots_needed,
                 min_effect_pct,
                 quantile: m.metric_quantile(&metric),
             };

@@ -49,12 +49,14 @@ pub fn compare_boots(
     let ci = stats::quantile_change_ci_boots(base_boots, new_boots, q, paired, 0.95, RESAMPLES, SEED)?;
     let p = match p_test(base_boots, new_boots, paired) {
         PTest::WelchBootMedians => {
-            let log_medians = |bs: &[&[f64]]| {
+            // Per boot, the compared quantile (the median unless declared;
+            // the p_test keeps its name for results.json).
+            let log_stats = |bs: &[&[f64]]| {
                 bs.iter()
                     .map(|b| stats::location(b, q).ln())
                     .collect::<Vec<f64>>()
             };
-            stats::welch_t(&log_medians(base_boots), &log_medians(new_boots))
+            stats::welch_t(&log_stats(base_boots), &log_stats(new_boots))
                 .map_or(1.0, |(_, _, p)| p)
         }
         PTest::MannWhitney => stats::mann_whitney_u(base, new)?.p_two_sided,
@@ -150,9 +152,8 @@ pub fn boot_noise(cells: &[&[&[f64]]], q: f64, min_effect_pct: f64) -> (Option<f
     if df == 0 {
         return (None, None);
     }
-    let sd = (ss / df as f64).sqrt();
-    let needed = crate::report::aa::boots_needed(sd, (1.0 + min_effect_pct / 100.0).ln());
-    (Some(100.0 * (sd.exp() - 1.0)), needed.map(|n| n as u32))
+    let (sd_pct, needed) = crate::report::aa::pooled_noise(ss, df, min_effect_pct);
+    (Some(sd_pct), needed.map(|n| n as u32))
 }
 
 pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
