@@ -48,6 +48,19 @@
  * Many short samples under a time budget beat a few long ones for the
  * median: a burst of host noise spoils a few samples, not the estimate.
  *
+ * Speed checks (--calib-max R): under an emulator a guest CPU runs as fast
+ * as the host thread behind it, and on a shared host that speed comes and
+ * goes: on the cloud VMs the harness was measured on, a host CPU runs about
+ * half as fast for stretches of a second or more while nothing else runs
+ * on the VM (a plain loop on the host shows the same stretches).  A round trip timed in
+ * such a stretch says nothing about the kernel.  With R set, one helper
+ * process pinned to each CPU a sample may use (same-cpu: the first; the
+ * others: both) spins a fixed amount of plain arithmetic right before and
+ * right after every sample.  The sample is set aside if any of its checks
+ * took more than R times the fastest that CPU's check has been in this run:
+ * it is printed as a `# disturbed` line (kept in the log, not a METRIC) and
+ * counts neither for the medians nor for the stopping rule.
+ *
  * Output on stdout, line buffered, one line per event and nothing else:
  *   METRIC seccomp_notify.<mode>.<placement> <us per op, 3 decimals> us/op
  *       one line per measured sample, in the order measured
@@ -58,6 +71,14 @@
  *       class (same_cpu, cross_cpu, mixed): its share of the samples, in
  *       percent with 1 decimal; not a latency (matrix.toml declares the
  *       prefix seccomp_notify.placement. as not compared)
+ *   # disturbed seccomp_notify.<mode>.<placement> <us> us/op slow=<ratio>
+ *       a sample set aside by the speed checks (--calib-max)
+ *   METRIC seccomp_notify.host.disturbed_share <pct> %
+ *   METRIC seccomp_notify.host.check_speed <iterations per us> iter/us
+ *       with --calib-max, after the last sample: the share of this run's
+ *       samples set aside, and the speed of the fastest check (how fast
+ *       the host ran this guest at its best); not the kernel's figures
+ *       (matrix.toml declares seccomp_notify.host. as not compared)
  *   ERROR <text>
  *       unexpected failure; the program then exits 1
  * Everything else (header, warm-up values, summary) goes to stderr.
@@ -143,6 +164,7 @@ struct pair {
 struct config {
 	char name[64];		/* seccomp_notify.<mode>.<placement> */
 	int mode;
+	int placement;
 	bool skip;
 	char skip_reason[128];
 	cpu_set_t sup_cpus;	/* supervisor (this process) affinity */
@@ -152,6 +174,8 @@ struct config {
 	unsigned long where[NWHERE];	/* measured samples by placement */
 	double *samples;
 	unsigned long nsamples;
+	unsigned int check_mask;	/* speed checks bracketing its samples */
+	unsigned long disturbed;	/* samples set aside by them */
 };
 
 static struct config configs[NMODES * NPLACEMENTS];
@@ -585,13 +609,151 @@ static int64_t timed_loops(struct config *c, uint64_t loops, int *where)
 	return ns;
 }
 
+/* ------------------------------------------------------------------ */
+/* speed checks (--calib-max)                                          */
+
+#define MAX_CHECKS 2
+
+struct speed_check {
+	pid_t pid;
+	int cpu;
+	int go_fd;		/* write a byte: spin once */
+	int done_fd;		/* read a double: how long it took, us */
+	double best_us;		/* fastest so far in this run */
+};
+
+static struct speed_check checks[MAX_CHECKS];
+static unsigned int nchecks;
+static uint64_t check_iters;
+
+static double spin_us(uint64_t n)
+{
+	struct timespec t0, t1;
+	volatile uint64_t x = 0;
+	uint64_t i;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < n; i++)
+		x += i;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)ns_between(&t0, &t1) / 1000.0;
+}
+
+/* Work for one check: doubled until it takes >= 1 ms here and now (a
+ * guest timer tick then adds a few percent at most). */
+static uint64_t size_check(void)
+{
+	uint64_t n = 1024;
+
+	while (spin_us(n) < 1000.0 && n < (UINT64_C(1) << 32))
+		n *= 2;
+	return n;
+}
+
+static void check_start(struct speed_check *k, int cpu, pid_t parent)
+{
+	int go[2], done[2];
+	cpu_set_t one;
+
+	if (pipe2(go, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0)
+		die("speed check: pipe: %s", strerror(errno));
+	k->cpu = cpu;
+	k->best_us = INFINITY;
+	k->pid = fork();
+	if (k->pid < 0)
+		die("speed check: fork: %s", strerror(errno));
+	if (k->pid == 0) {
+		double us;
+		char b;
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
+		    getppid() != parent)
+			_exit(1);
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) != 0)
+			_exit(1);
+		close(go[1]);
+		close(done[0]);
+		while (read(go[0], &b, 1) == 1) {
+			us = spin_us(check_iters);
+			if (write(done[1], &us, sizeof(us)) != sizeof(us))
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+	k->go_fd = go[1];
+	k->done_fd = done[0];
+}
+
+/*
+ * Runs the checks in @mask at once (each on its CPU); returns the largest
+ * ratio of a check's time to that check's best so far (1 = full speed).
+ */
+static double checks_run(unsigned int mask)
+{
+	double us[MAX_CHECKS], worst = 1.0;
+	unsigned int i;
+	char b = 0;
+
+	for (i = 0; i < nchecks; i++) {
+		ssize_t r;
+
+		if (!(mask & (1u << i)))
+			continue;
+		while ((r = write(checks[i].go_fd, &b, 1)) < 0 && errno == EINTR)
+			;
+		if (r != 1)
+			die("speed check on CPU %d: write: %s", checks[i].cpu,
+			    strerror(errno));
+	}
+	for (i = 0; i < nchecks; i++) {
+		ssize_t r;
+
+		if (!(mask & (1u << i)))
+			continue;
+
+		while ((r = read(checks[i].done_fd, &us[i], sizeof(us[i]))) < 0 &&
+		       errno == EINTR)
+			;
+		if (r != (ssize_t)sizeof(us[i]))
+			die("speed check on CPU %d: no answer (died?)",
+			    checks[i].cpu);
+		if (us[i] < checks[i].best_us)
+			checks[i].best_us = us[i];
+		if (us[i] / checks[i].best_us > worst)
+			worst = us[i] / checks[i].best_us;
+	}
+	return worst;
+}
+
+static void checks_stop(void)
+{
+	unsigned int i;
+
+	/* Killed, not told: later children (targets, the other check) hold
+	 * copies of the pipes' write ends, so no EOF would come. */
+	for (i = 0; i < nchecks; i++) {
+		kill(checks[i].pid, SIGKILL);
+		close(checks[i].go_fd);
+		close(checks[i].done_fd);
+		while (waitpid(checks[i].pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+}
+
 static void config_start(struct config *c);
 static void pair_replace(struct config *c);
 
 /* One sample in us per round trip; for a fresh-pair configuration also
- * where it ran (*where), else *where is left alone. */
-static double run_sample(struct config *c, uint64_t loops, int *where)
+ * where it ran (*where), else *where is left alone.  *slow: the speed
+ * checks' verdict (checks_run), 1 without them. */
+static double run_sample(struct config *c, uint64_t loops, int *where,
+			 double *slow)
 {
+	double before = 1.0, after;
 	int64_t ns;
 
 	/* Unpin first: a target forked by a supervisor still pinned for the
@@ -610,10 +772,14 @@ static double run_sample(struct config *c, uint64_t loops, int *where)
 	 * just started) and this process may just have migrated; an untimed
 	 * burst brings caches and the scheduler's placement to steady state.
 	 */
+	if (c->check_mask)
+		before = checks_run(c->check_mask);
 	run_loops(c, loops / 10 < 1000 ? loops / 10 : 1000);
 
 	ns = timed_loops(c, loops, c->fresh ? where : NULL);
 	active_listener = -1;
+	after = c->check_mask ? checks_run(c->check_mask) : 1.0;
+	*slow = before > after ? before : after;
 	return (double)ns / 1000.0 / (double)loops;
 }
 
@@ -719,6 +885,8 @@ static void usage(FILE *f)
 		"                         (0 = off, the default)\n"
 		"  -n, --min-samples N    ... but not before N samples (default %d)\n"
 		"  -b, --budget-s S       S seconds after the first round (0 = none)\n"
+		"  -c, --calib-max R      set aside a sample when a speed check next to\n"
+		"                         it took > R x its best (e.g. 1.3; 0 = off)\n"
 		"  -h, --help             show this help\n"
 		"stdout lines: METRIC seccomp_notify.<mode>.<placement> <x.xxx> us/op |\n"
 		"              METRIC seccomp_notify.placement.<mode>.unpinned.<class>_share\n"
@@ -869,13 +1037,15 @@ int main(int argc, char **argv)
 		{ "target-ci", required_argument, NULL, 't' },
 		{ "min-samples", required_argument, NULL, 'n' },
 		{ "budget-s", required_argument, NULL, 'b' },
+		{ "calib-max", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	uint64_t loops = DEFAULT_LOOPS;
 	unsigned long samples = DEFAULT_SAMPLES, warmup = DEFAULT_WARMUP;
 	unsigned long min_samples = DEFAULT_MIN_SAMPLES;
-	double target_ci = 0, budget_s = 0, *scratch;
+	double target_ci = 0, budget_s = 0, calib_max = 0, *scratch;
+	unsigned long measured = 0, disturbed = 0;
 	const char *stop_reason = "samples";
 	struct timespec t_start;
 	unsigned int modes = (1u << NMODES) - 1;
@@ -896,7 +1066,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	opterr = 0;	/* bad_usage() words the complaint itself */
-	while ((opt = getopt_long(argc, argv, ":l:s:w:m:p:t:n:b:h", longopts,
+	while ((opt = getopt_long(argc, argv, ":l:s:w:m:p:t:n:b:c:h", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'l':
@@ -927,6 +1097,17 @@ int main(int argc, char **argv)
 		case 'b':
 			budget_s = parse_count("--budget-s", optarg, 0, 86400);
 			break;
+		case 'c': {
+			char *end;
+
+			errno = 0;
+			calib_max = strtod(optarg, &end);
+			if (errno || *end || !(calib_max == 0 ||
+					       (calib_max > 1 && calib_max <= 100)))
+				bad_usage("--calib-max: '%s' is not 0 or a ratio in (1, 100]",
+					  optarg);
+			break;
+		}
 		case 'h':
 			usage(stderr);
 			return 0;
@@ -960,10 +1141,10 @@ int main(int argc, char **argv)
 		   placement_names, NPLACEMENTS);
 	fprintf(stderr, "# %s: loops=%llu samples=%lu warmup=%lu modes=%s "
 		"placements=%s target-ci=%g%% min-samples=%lu budget=%gs "
-		"cpus=%d (first=%d second=%d)\n", prog_name,
+		"calib-max=%g cpus=%d (first=%d second=%d)\n", prog_name,
 		(unsigned long long)loops, samples, warmup, modes_str,
-		placements_str, target_ci, min_samples, budget_s, ncpus,
-		cpu_a, cpu_b);
+		placements_str, target_ci, min_samples, budget_s, calib_max,
+		ncpus, cpu_a, cpu_b);
 
 	devnull_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull_fd < 0)
@@ -984,6 +1165,7 @@ int main(int argc, char **argv)
 			snprintf(c->name, sizeof(c->name), "seccomp_notify.%s.%s",
 				 mode_names[m], placement_names[pl]);
 			c->mode = m;
+			c->placement = pl;
 			c->pair.pid = -1;
 			c->pair.listener = -1;
 			c->pair.stat_fd = -1;
@@ -1019,6 +1201,22 @@ int main(int argc, char **argv)
 			printf("SKIP %s %s\n", configs[i].name,
 			       configs[i].skip_reason);
 
+	if (calib_max > 0) {
+		check_iters = size_check();
+		check_start(&checks[nchecks++], cpu_a, getpid());
+		if (cpu_b >= 0)
+			check_start(&checks[nchecks++], cpu_b, getpid());
+		for (i = 0; i < nconfigs; i++)
+			configs[i].check_mask =
+				configs[i].placement == PL_SAME_CPU ?
+				1u : (1u << nchecks) - 1;
+		fprintf(stderr, "# speed checks: %llu iterations on CPU%s %d%s",
+			(unsigned long long)check_iters, nchecks > 1 ? "s" : "",
+			cpu_a, nchecks > 1 ? " and " : "\n");
+		if (nchecks > 1)
+			fprintf(stderr, "%d\n", cpu_b);
+	}
+
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_sigchld;
 	sigemptyset(&sa.sa_mask);
@@ -1050,15 +1248,25 @@ int main(int argc, char **argv)
 		for (i = 0; i < nconfigs; i++) {
 			struct config *c = &configs[i];
 			int where = -1;
-			double us;
+			double us, slow;
 
 			if (c->skip)
 				continue;
-			us = run_sample(c, loops, &where);
+			us = run_sample(c, loops, &where, &slow);
 			if (round < warmup) {
 				fprintf(stderr, "# warmup %s %.3f us/op%s%s\n",
 					c->name, us, where < 0 ? "" : " ",
 					where < 0 ? "" : where_names[where]);
+				continue;
+			}
+			measured++;
+			if (calib_max > 0 && slow > calib_max) {
+				disturbed++;
+				c->disturbed++;
+				printf("# disturbed %s %.3f us/op slow=%.2f\n",
+				       c->name, us, slow);
+				if (within && c->nsamples < min_samples)
+					within = false;
 				continue;
 			}
 			if (where >= 0)
@@ -1087,6 +1295,22 @@ int main(int argc, char **argv)
 	free(scratch);
 
 	teardown_all();
+	if (nchecks) {
+		double best = INFINITY;
+
+		checks_stop();
+		for (i = 0; i < nchecks; i++)
+			if (checks[i].best_us < best)
+				best = checks[i].best_us;
+		printf("METRIC seccomp_notify.host.disturbed_share %.1f %%\n",
+		       measured ? 100.0 * (double)disturbed / (double)measured : 0.0);
+		/* A rate, not a time: each boot sizes its check anew. */
+		printf("METRIC seccomp_notify.host.check_speed %.1f iter/us\n",
+		       (double)check_iters / best);
+		fprintf(stderr, "# speed checks: %lu of %lu samples set aside "
+			"(slower than %gx the best check)\n", disturbed, measured,
+			calib_max);
+	}
 
 	for (i = 0; i < nconfigs; i++) {
 		struct config *c = &configs[i];

@@ -197,6 +197,12 @@ pub struct MatrixArgs {
     /// xtask may use); results record it per boot (`pinned_vcpus`).
     #[arg(long)]
     pub no_pin: bool,
+    /// Let the host CPUs idle while a guest runs. By default a SCHED_IDLE
+    /// thread spins on each CPU xtask may use, so no host CPU is ever
+    /// halted (on a host that is itself a VM, a halted CPU comes back
+    /// slow); results record it per boot (`busy_cpus`).
+    #[arg(long)]
+    pub no_keep_busy: bool,
     #[command(flatten)]
     source: bisect::SourceArgs,
 }
@@ -389,6 +395,10 @@ pub fn cmd_matrix(
     if a.no_pin {
         // Read by qemu::pin_vcpus; set before any QEMU thread starts.
         std::env::set_var("KMATRIX_PIN_VCPUS", "0");
+    }
+    if a.no_keep_busy {
+        // Read by qemu::keep_busy, likewise.
+        std::env::set_var("KMATRIX_KEEP_BUSY", "0");
     }
     let filters = matrix::Filters {
         arch: a.arch,

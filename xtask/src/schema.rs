@@ -140,6 +140,10 @@ pub struct BootRecord {
     /// 0 when pinning was off (or a results file from before it).
     #[serde(default)]
     pub pinned_vcpus: u32,
+    /// Host CPUs kept from idling by a SCHED_IDLE spinner while it ran
+    /// (qemu::keep_busy); 0 when that was off (or before it existed).
+    #[serde(default)]
+    pub busy_cpus: u32,
 }
 
 /// What a piece of evidence is, so reports and CI annotations can group
@@ -696,18 +700,19 @@ mod tests {
             duration_s: 20.5,
             accel: "tcg,thread=multi".into(),
             pinned_vcpus: 2,
+            busy_cpus: 2,
         }];
         run.save(&path).unwrap();
         assert_eq!(Run::load(&path).unwrap(), run);
-        // A record from before pinning (no pinned_vcpus) reads as 0.
-        let old = std::fs::read_to_string(&path)
-            .unwrap()
-            .replace(",\n          \"pinned_vcpus\": 2", "")
-            .replace("\"pinned_vcpus\":2,", "")
-            .replace(",\"pinned_vcpus\":2", "");
-        assert!(!old.contains("pinned_vcpus"), "{old}");
-        std::fs::write(&path, old).unwrap();
-        assert_eq!(Run::load(&path).unwrap().cells[0].boots[0].pinned_vcpus, 0);
+        // A record from before pinning and keep-busy (neither field) reads
+        // as 0 for both.
+        let mut old: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let rec = old["cells"][0]["boots"][0].as_object_mut().unwrap();
+        assert!(rec.remove("pinned_vcpus").is_some() && rec.remove("busy_cpus").is_some());
+        std::fs::write(&path, old.to_string()).unwrap();
+        let back = &Run::load(&path).unwrap().cells[0].boots[0];
+        assert_eq!((back.pinned_vcpus, back.busy_cpus), (0, 0));
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -52,8 +52,9 @@ pub struct Ctx<'a> {
     trees: RefCell<HashMap<String, Rc<Trees>>>,
     /// Boots run so far by this driver (BootRecord::seq).
     boot_seq: std::cell::Cell<u32>,
-    /// vCPU threads the last boot pinned (qemu::Exit::pinned_vcpus).
-    last_pinned: std::cell::Cell<usize>,
+    /// vCPU threads the last boot pinned and host CPUs it kept busy
+    /// (qemu::Exit::pinned_vcpus, busy_cpus).
+    last_pinned: std::cell::Cell<(usize, usize)>,
 }
 
 /// The metric declarations of the matrix, as test kinds see them.
@@ -889,7 +890,7 @@ fn timed_boot(
     ctx.boot_seq.set(seq);
     let started = crate::timestamp();
     let t = Instant::now();
-    ctx.last_pinned.set(0);
+    ctx.last_pinned.set((0, 0));
     let out = boot_once(
         ctx,
         cell,
@@ -909,7 +910,8 @@ fn timed_boot(
         started,
         duration_s: t.elapsed().as_secs_f64(),
         accel: b.accel.qemu_arg(),
-        pinned_vcpus: ctx.last_pinned.get() as u32,
+        pinned_vcpus: ctx.last_pinned.get().0 as u32,
+        busy_cpus: ctx.last_pinned.get().1 as u32,
     });
     Ok(out)
 }
@@ -1016,7 +1018,7 @@ fn boot_once(
             ));
         }
     };
-    ctx.last_pinned.set(exit.pinned_vcpus);
+    ctx.last_pinned.set((exit.pinned_vcpus, exit.busy_cpus));
     let console_text =
         String::from_utf8_lossy(&std::fs::read(&console_log).unwrap_or_default()).into_owned();
     let results_text =
