@@ -190,6 +190,51 @@ mod tests {
         assert!(i.cases.iter().all(|c| c.outcome == Outcome::Pass));
     }
 
+    /// The benchmark with speed checks (`--calib-max 1.3`), its real guest
+    /// output (6.1 x86_64 under TCG, host CPUs kept busy, boot 1 of an A/A
+    /// run while the host was slow: 181 of 276 samples set aside). A
+    /// set-aside sample is a `# disturbed` line: never a sample of its
+    /// metric. The share the benchmark reports is the share of those lines,
+    /// and what it set aside was in fact slow.
+    #[test]
+    fn speed_checks_set_slow_samples_aside_and_count_them() {
+        let text = fixture("seccomp_notify-x86_64-speedchecks.results");
+        let i = Bench.interpret("seccomp_notify", &text, &Decl);
+        assert!(i.errors.is_empty(), "{:?}", i.errors);
+        let values = |prefix: &str| -> Vec<f64> {
+            text.lines()
+                .filter_map(|l| l.strip_prefix(prefix))
+                .map(|rest| rest.split_whitespace().next().unwrap().parse().unwrap())
+                .collect()
+        };
+        let (mut kept, mut aside) = (0, 0);
+        for pl in ["unpinned", "same-cpu", "cross-cpu"] {
+            let name = format!("seccomp_notify.default.{pl}");
+            let m = metric(&i, &name);
+            assert_eq!(m.samples, values(&format!("METRIC {name} ")), "{name}");
+            kept += m.samples.len();
+            aside += values(&format!("# disturbed {name} ")).len();
+        }
+        assert_eq!((kept, aside), (95, 181));
+        let share = metric(&i, "seccomp_notify.host.disturbed_share");
+        assert_eq!((share.unit.as_str(), share.samples.len()), ("%", 1));
+        let expect = 100.0 * aside as f64 / (kept + aside) as f64;
+        assert!((share.samples[0] - expect).abs() < 0.05, "{} vs {expect}", share.samples[0]);
+        let speed = metric(&i, "seccomp_notify.host.check_speed");
+        assert_eq!((speed.unit.as_str(), speed.samples.len()), ("iter/us", 1));
+        // Same-CPU round trips are pure CPU work for the guest: the ones
+        // set aside ran at the host's slow speed, those kept at full speed.
+        let mid = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let same = "seccomp_notify.default.same-cpu";
+        let slow = mid(values(&format!("# disturbed {same} ")));
+        let fast = mid(metric(&i, same).samples.clone());
+        // 80.2 vs 57.1 us here.
+        assert!(slow > 1.3 * fast, "set aside {slow} vs kept {fast}");
+    }
+
     // Issue 9's guest programs: their real stdout on the development host
     // (x86_64, 2 vCPUs, not a guest), through the same `interpret`.
 

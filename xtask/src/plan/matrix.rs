@@ -754,6 +754,24 @@ impl Matrix {
         self.metric_decl(name).and_then(|m| m.quantile).unwrap_or(0.5)
     }
 
+    /// Boots a cell gets out of `boots` asked for (run.boots or --boots):
+    /// no more than its longest-running test wants, so a cell whose tests
+    /// all stop after boot 3 (`[test] boots = 3`) is not booted a 4th time
+    /// for nothing. A cell with no tests boots once.
+    pub fn cell_boots(&self, cell: &Cell, boots: u32) -> u32 {
+        let boots = boots.max(1);
+        cell.tests
+            .iter()
+            .map(|t| {
+                self.test
+                    .get(t)
+                    .and_then(|spec| spec.boots)
+                    .map_or(boots, |b| b.min(boots))
+            })
+            .max()
+            .unwrap_or(1)
+    }
+
     /// Whether comparisons take this metric: not when its declaration says
     /// `compare = false`.
     pub fn compared(&self, name: &str) -> bool {
@@ -1030,6 +1048,8 @@ reason = "r"
             assert!(patch.contains(&format!("+\tudelay({us});\n")), "{name}");
         }
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.same_cpu_share"));
+        assert!(!m.compared("seccomp_notify.host.disturbed_share"));
+        assert!(m.compared("seccomp_notify.default.same-cpu"));
     }
 
     #[test]
@@ -1047,6 +1067,25 @@ reason = "r"
             .all(|c| c.kernel == "6.12" && c.tests == ["mm_cid"]));
         assert_eq!(m.config_smp("wide"), 255);
         assert_eq!(m.config_smp("tiny"), 2);
+        // What the speed checks report is about the host: never compared.
+        assert!(!m.compared("seccomp_notify.host.check_speed"));
+        assert!(m.compared("seccomp_notify.sync.unpinned"));
+        // Every boot of a cell runs seccomp_notify; the other benchmarks
+        // stop after 3, the correctness tests after 1. A wide cell (only
+        // mm_cid) stops when mm_cid does; --boots 2 caps everything.
+        let cell = |variant: &str, config: &str| {
+            cells.iter().find(|c| c.kernel == "6.12" && c.variant == variant && c.config == config && c.arch == Arch::X86_64).unwrap()
+        };
+        let run_boots = m.run.boots;
+        assert!(run_boots > 3);
+        assert_eq!(m.cell_boots(cell("base", "tiny"), run_boots), run_boots);
+        assert_eq!(m.cell_boots(cell("base", "wide"), run_boots), 3);
+        assert_eq!(m.cell_boots(cell("base", "wide"), 2), 2);
+        assert_eq!(m.cell_boots(cell("base", "tiny"), 0), 1);
+        for t in ["rseq", "rseq_own", "membarrier", "mm_cid"] {
+            assert_eq!(m.test[t].boots, Some(3), "{t}");
+        }
+        assert_eq!(m.test["seccomp_notify"].boots, None);
         // --aa: the base twice per kernel, arch and config, the twin right
         // after the base.
         m.aa = true;

@@ -473,9 +473,11 @@ mod tests {
     }
 
     /// A real `matrix --aa --test seccomp_notify` run (6.1, 3 boots a cell,
-    /// TCG): one noise figure per arch and compared metric, from the base
-    /// and base~aa cells' boots; the pooled SD as computed by hand (numpy
-    /// linear p10 of each boot, log, pooled over the two cells).
+    /// TCG, before keep-busy): one noise figure per arch and compared
+    /// metric, from the base and base~aa cells' boots; the pooled SD as
+    /// computed by hand (the median of each boot, log, pooled over the two
+    /// cells, as exp(sd) - 1). The x86_64 same-CPU boots include one of the
+    /// slow stretches (a boot median 1.5x the others).
     #[test]
     fn noise_from_a_real_aa_run() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
@@ -499,12 +501,13 @@ mod tests {
             ]
         );
         let x = &n[&("x86_64".to_string(), "seccomp_notify.default.same-cpu".to_string())];
-        assert_eq!((x.df, x.quantile, x.min_effect_pct), (4, 0.1, 5.0));
-        assert!((x.sd_pct - 1.3107).abs() < 0.001, "{x:?}");
+        assert_eq!((x.df, x.quantile, x.min_effect_pct), (4, 0.5, 5.0));
+        assert!((x.sd_pct - 18.1736).abs() < 0.001, "{x:?}");
         let a = &n[&("arm64".to_string(), "seccomp_notify.default.same-cpu".to_string())];
-        assert!((a.sd_pct - 0.8022).abs() < 0.001, "{a:?}");
+        assert!((a.sd_pct - 1.0761).abs() < 0.001, "{a:?}");
         assert_eq!(x.boots_needed, boots_needed((1.0 + x.sd_pct / 100.0).ln(), 1.05_f64.ln()));
+        assert_eq!(x.boots_needed, None);
         let t = noise_text(&n);
-        assert!(t.contains("x86_64 seccomp_notify.default.same-cpu: p10 varies 1.3% (SD) from boot to boot (4 df)"), "{t}");
+        assert!(t.contains("x86_64 seccomp_notify.default.same-cpu: median varies 18.2% (SD) from boot to boot (4 df)"), "{t}");
     }
 }

@@ -225,7 +225,9 @@ pub fn start_cell<'c>(ctx: &Ctx, cell: &'c Cell, sink: &dyn Sink) -> CellRun<'c>
                 accel: prep.choice.accel.clone(),
                 prep,
                 pre_boot,
-                boots: ctx.boots.unwrap_or(ctx.matrix.run.boots).max(1),
+                boots: ctx
+                    .matrix
+                    .cell_boots(cell, ctx.boots.unwrap_or(ctx.matrix.run.boots)),
                 booted: 0,
                 merged: None,
                 records: vec![],
