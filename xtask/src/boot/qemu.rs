@@ -35,9 +35,9 @@ pub fn pin_vcpus() -> bool {
 /// VM, an idle CPU is halted by the hypervisor and comes back slow: every
 /// time a vCPU thread sleeps (a guest CPU idles, a cross-CPU wakeup), its
 /// host CPU did, and the guest ran at about half speed for a while after.
-/// Measured (6.1 x86_64 A/A under TCG, 6 boots a side, seccomp_notify):
-/// boot-to-boot SD of the median 10-14% without, 3% with; cross-CPU round
-/// trip median 112-167 us without, 89 us with.
+/// Measured (6.1 A/A under TCG, 6 boots a side, seccomp_notify):
+/// boot-to-boot SD of the median 9-35% without, 3-7% with; x86_64
+/// cross-CPU round trip median 150-180 us without, 86-89 us with.
 pub fn keep_busy() -> bool {
     std::env::var("KMATRIX_KEEP_BUSY").map_or(true, |v| v != "0")
 }
