@@ -451,6 +451,16 @@ pub fn run_until(
 mod tests {
     use super::*;
 
+    /// The CPUs thread `tid` may run on.
+    fn affinity(tid: i32) -> Vec<usize> {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
+            (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        }
+    }
+
     #[test]
     fn vcpu_threads_are_found_by_name_and_spread_over_host_cpus() {
         // Thread names of qemu-system-x86_64 8.x/7.x with debug-threads=on
@@ -500,11 +510,6 @@ mod tests {
         let done = AtomicBool::new(false);
         let pid = std::process::id() as i32;
         assert_eq!(pin_vcpu_threads(pid, 2, &done), 2);
-        let affinity = |tid: i32| unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            assert_eq!(libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
-            (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect::<Vec<_>>()
-        };
         for &tid in &tids {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap();
             match vcpu_of_thread(&comm) {
@@ -541,12 +546,7 @@ mod tests {
                 assert!(start.elapsed() < Duration::from_secs(5), "never became SCHED_IDLE");
                 std::thread::sleep(Duration::from_millis(1));
             }
-            let affinity = unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                assert_eq!(libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
-                (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect::<Vec<_>>()
-            };
-            assert_eq!(affinity, [cpu]);
+            assert_eq!(affinity(tid), [cpu]);
             // Spinning, not sleeping: its state in /proc is R (running or
             // runnable) every time we look.
             for _ in 0..5 {

@@ -54,7 +54,7 @@ pub struct Ctx<'a> {
     boot_seq: std::cell::Cell<u32>,
     /// vCPU threads the last boot pinned and host CPUs it kept busy
     /// (qemu::Exit::pinned_vcpus, busy_cpus).
-    last_pinned: std::cell::Cell<(usize, usize)>,
+    last_placement: std::cell::Cell<(usize, usize)>,
 }
 
 /// The metric declarations of the matrix, as test kinds see them.
@@ -88,7 +88,7 @@ impl<'a> Ctx<'a> {
             accel,
             trees: Default::default(),
             boot_seq: Default::default(),
-            last_pinned: Default::default(),
+            last_placement: Default::default(),
         }
     }
 
@@ -892,7 +892,7 @@ fn timed_boot(
     ctx.boot_seq.set(seq);
     let started = crate::timestamp();
     let t = Instant::now();
-    ctx.last_pinned.set((0, 0));
+    ctx.last_placement.set((0, 0));
     let out = boot_once(
         ctx,
         cell,
@@ -912,8 +912,8 @@ fn timed_boot(
         started,
         duration_s: t.elapsed().as_secs_f64(),
         accel: b.accel.qemu_arg(),
-        pinned_vcpus: ctx.last_pinned.get().0 as u32,
-        busy_cpus: ctx.last_pinned.get().1 as u32,
+        pinned_vcpus: ctx.last_placement.get().0 as u32,
+        busy_cpus: ctx.last_placement.get().1 as u32,
     });
     Ok(out)
 }
@@ -1020,7 +1020,7 @@ fn boot_once(
             ));
         }
     };
-    ctx.last_pinned.set((exit.pinned_vcpus, exit.busy_cpus));
+    ctx.last_placement.set((exit.pinned_vcpus, exit.busy_cpus));
     let console_text =
         String::from_utf8_lossy(&std::fs::read(&console_log).unwrap_or_default()).into_owned();
     let results_text =
