@@ -339,3 +339,58 @@ fn rseq_membarrier_mm_cid_checks_run_on_6_12_and_skip_mm_cid_on_6_1() {
         "{rseq:?}"
     );
 }
+
+/// A comparison still too noisy after the planned boots gets more boots,
+/// base and twin alternating, 3 at a time, until it concludes or reaches
+/// --max-boots; but never a boot its test would not run in. An A/A of
+/// `rseq` judged against a minimum effect of 0.001% stays too noisy (2
+/// boots a side: Welch's t has 2 df), and rseq runs in the first 3 boots
+/// only: from 2 boots, 1 more each, then no more although --max-boots
+/// allows 6.
+#[test]
+fn too_noisy_comparisons_get_alternating_boots_their_tests_run_in() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(root.join("matrix.toml")).unwrap();
+    let decl = "[metric.rseq]\n# ns per operation.\nbetter = \"lower\"\nmin_effect_pct = 5.0\n";
+    assert!(text.contains(decl), "matrix.toml's [metric.rseq] changed");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let matrix = tmp.join("matrix-rseq-strict.toml");
+    std::fs::write(&matrix, text.replace(decl, &decl.replace("5.0", "0.001"))).unwrap();
+    let out = out_dir("e2e-more-boots");
+    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["matrix", "--matrix"])
+        .arg(&matrix)
+        .args(["--aa", "--kernel", "6.1", "--arch", "x86_64", "--variant", "base"])
+        .args(["--variant", "base~aa", "--test", "rseq", "--boots", "2", "--max-boots", "6", "--out"])
+        .arg(&out)
+        .current_dir(root)
+        .output()
+        .expect("running xtask");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let seqs = |id: &str| -> Vec<u64> {
+        let c = run["cells"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap();
+        c["boots"].as_array().unwrap().iter().map(|b| b["seq"].as_u64().unwrap()).collect()
+    };
+    assert_eq!(seqs("6.1/base/x86_64/tiny"), [1, 3, 5], "{stdout}");
+    assert_eq!(seqs("6.1/base~aa/x86_64/tiny"), [2, 4, 6], "{stdout}");
+    // Each added boot is announced with the comparison that asked for it.
+    assert!(
+        stdout.contains("6.1/base~aa/x86_64/tiny: boot 3 (of up to 6): rseq.")
+            && stdout.contains("is too noisy to judge"),
+        "{stdout}"
+    );
+    let ab: Vec<&Value> = run["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "variants")
+        .collect();
+    assert!(!ab.is_empty());
+    for c in ab {
+        assert_eq!((c["boots_base"].as_u64(), c["boots_new"].as_u64()), (Some(3), Some(3)), "{c}");
+    }
+}

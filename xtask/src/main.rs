@@ -181,6 +181,11 @@ pub struct MatrixArgs {
     /// pooled and comparisons count the spread between boots.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
     boots: Option<u32>,
+    /// Boot the cells of a comparison still too noisy to judge after their
+    /// boots 3 more times each, alternating, up to N boots (overrides
+    /// run.max_boots; with --boots alone, no boots are added).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
+    max_boots: Option<u32>,
     /// A/A: every kernel's base also runs as `base~aa` (the same cached
     /// kernel), compared with `base` like a series; count the verdicts of
     /// several such runs with `aa-rate`.
@@ -468,6 +473,7 @@ pub fn cmd_matrix(
     ctx.extra_cmdline = a.cmdline;
     ctx.cell_timeout_s = a.cell_timeout;
     ctx.boots = a.boots;
+    ctx.max_boots = a.max_boots;
     ctx.matrix_path = Some(a.matrix.display().to_string());
     // Cells to run: those not already in results.json (--resume).
     let mut todo: Vec<(usize, &matrix::Cell)> = Vec::new();
@@ -550,11 +556,35 @@ pub fn cmd_matrix(
         }
         let refs: Vec<&matrix::Cell> = todo.iter().map(|(_, c)| *c).collect();
         let groups = runner::schedule::groups(&refs);
+        let max_boots = ctx.max_boots();
         let mut go = true;
         while go {
-            // Finish the cells that want no more boots, in matrix order.
-            for (k, slot) in live.iter_mut().enumerate() {
-                if slot.as_ref().is_some_and(|c| !c.wants_boot()) && !signals::interrupted() {
+            // A group through its planned boots with a comparison still too
+            // noisy: more boots for the cells it compares (run.max_boots).
+            for g in 0..groups.iter().max().map_or(0, |g| g + 1) {
+                let members: Vec<usize> = (0..live.len())
+                    .filter(|&k| groups[k] == g && live[k].is_some())
+                    .collect();
+                let all_done = members.iter().all(|&k| !live[k].as_ref().unwrap().wants_boot());
+                if members.is_empty()
+                    || !all_done
+                    || !members.iter().any(|&k| live[k].as_ref().unwrap().may_boot_more(max_boots))
+                    || signals::interrupted()
+                {
+                    continue;
+                }
+                more_boots_for_group(&m, &ui, &mut live, &members, &refs, max_boots);
+            }
+            // Finish the cells that want no more boots, in matrix order; a
+            // cell that may still get boots waits for the rest of its group.
+            for k in 0..live.len() {
+                let waits = live[k].as_ref().is_some_and(|c| c.may_boot_more(max_boots))
+                    && live
+                        .iter()
+                        .zip(&groups)
+                        .any(|(o, &g)| g == groups[k] && o.as_ref().is_some_and(|o| o.wants_boot()));
+                let slot = &mut live[k];
+                if slot.as_ref().is_some_and(|c| !c.wants_boot()) && !waits && !signals::interrupted() {
                     let first = slot.take().unwrap().finish(&ctx);
                     let r = runner::retry(&ctx, todo[k].1, first, a.retries, &uis[k]);
                     if !record(r, &uis[k])? {
@@ -620,6 +650,52 @@ pub fn cmd_matrix(
         return Ok((1, run_dir));
     }
     Ok((if bad.is_empty() { 0 } else { 1 }, run_dir))
+}
+
+/// Plans more boots for the cells of a group (all through their boots) that
+/// a too-noisy comparison of the group's results so far needs, and says so.
+fn more_boots_for_group(
+    m: &matrix::Matrix,
+    ui: &ui::Ui,
+    live: &mut [Option<runner::CellRun>],
+    members: &[usize],
+    cells: &[&matrix::Cell],
+    max_boots: u32,
+) {
+    let so_far = results::Run {
+        schema: results::SCHEMA_VERSION,
+        started: String::new(),
+        host: Default::default(),
+        matrix: String::new(),
+        cells: members
+            .iter()
+            .filter_map(|&k| live[k].as_ref().and_then(|c| c.so_far()).cloned())
+            .collect(),
+        comparisons: vec![],
+    };
+    let cs = compare::compare(&so_far, m);
+    let member = |id: &str| members.iter().copied().find(|&k| cells[k].id() == id);
+    let wanted = runner::schedule::undecided(&cs, |id, metric| {
+        member(id).is_some_and(|k| {
+            let booted = live[k].as_ref().map_or(0, |c| c.booted());
+            m.measured_in_boot(cells[k], metric, booted + 1)
+        })
+    });
+    for (id, why) in wanted {
+        let Some(k) = member(id) else { continue };
+        let Some(c) = live[k].as_mut() else { continue };
+        let from = c.booted() + 1;
+        // No more than the cell's tests want (`[test] boots`).
+        let to = c.more_boots(runner::schedule::MORE_BOOTS, m.cell_boots(cells[k], max_boots));
+        if to > 0 {
+            let boots = if from == to { format!("boot {to}") } else { format!("boots {from}-{to}") };
+            ui.println(&format!(
+                "{id}: {boots} (of up to {max_boots}): {} is too noisy to judge, {:+.1}% [{:+.1}, {:+.1}] against {}",
+                why.new_metric, why.pct_change, why.ci95_lo, why.ci95_hi,
+                if why.base_cell == why.new_cell { why.base_metric.clone() } else { why.base_cell.clone() }
+            ));
+        }
+    }
 }
 
 pub fn report_regressions(cs: &[results::Comparison]) -> bool {

@@ -35,13 +35,16 @@ pub struct QemuEnd {
     pub console_truncated: bool,
     pub console_cap: u64,
     pub stderr: String,
+    /// Killed by the harness at this console line, after which the kernel
+    /// cannot go on (console::BEYOND_REPAIR).
+    pub stopped_at: Option<String>,
 }
 
 impl QemuEnd {
     /// QEMU's own failure: a signal the harness did not send, or a non-zero
     /// exit. Both mean QEMU, not the guest, went wrong.
     pub fn qemu_failed(&self) -> Option<String> {
-        if self.timed_out {
+        if self.timed_out || self.stopped_at.is_some() {
             return None;
         }
         let how = match (self.signal, self.status) {
@@ -294,7 +297,18 @@ pub fn classify(b: &BootInput) -> Classified {
             Some(b.console_log.to_path_buf()),
         ));
         Outcome::InfraError
-    } else if died {
+    } else if died || b.exit.stopped_at.is_some() {
+        if let Some(line) = &b.exit.stopped_at {
+            evidence.push(Evidence::new(
+                EvidenceKind::Guest,
+                format!(
+                    "QEMU stopped by the harness after {:.0} s at the kernel's \"{line}\": the task that oopsed never exits, so its test would wait for its timeout",
+                    b.exit.elapsed_s
+                ),
+                console::tail(b.console, 25),
+                Some(b.console_log.to_path_buf()),
+            ));
+        }
         Outcome::Crash
     } else if b.exit.timed_out {
         let running = session

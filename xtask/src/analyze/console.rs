@@ -69,6 +69,17 @@ pub fn strip_timestamp(line: &str) -> &str {
 
 const EXCERPT_LINES: usize = 40;
 
+/// Lines after which the kernel cannot go on, although it does not panic:
+/// the task that oopsed inside its own exit sleeps forever, so whatever
+/// waits for it (the test, the guest's init) waits until its timeout. The
+/// runner stops QEMU at such a line.
+pub const BEYOND_REPAIR: &[&str] = &["Fixing recursive fault but reboot is needed!"];
+
+/// The `BEYOND_REPAIR` text this console line carries, if any.
+pub fn beyond_repair(line: &str) -> Option<&'static str> {
+    BEYOND_REPAIR.iter().copied().find(|m| line.contains(m))
+}
+
 pub fn scan(log: &str) -> Vec<Splat> {
     let lines: Vec<&str> = log.lines().collect();
     let mut out: Vec<Splat> = Vec::new();

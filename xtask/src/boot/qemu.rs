@@ -297,21 +297,8 @@ pub struct Exit {
 }
 
 /// Runs QEMU, streaming its serial console into `console` (capped), killing
-/// it after `timeout`. `on_line` sees each console line (progress display).
-pub fn run(
-    bin: &str,
-    args: &[String],
-    console: &Path,
-    timeout: Duration,
-    mut on_line: impl FnMut(&str) + Send,
-) -> std::io::Result<Exit> {
-    run_until(bin, args, console, timeout, move |l| {
-        on_line(l);
-        false
-    })
-}
-
-/// `run`, but `on_line` returning true stops QEMU there (`Exit::stopped`).
+/// it after `timeout`. `on_line` sees each console line (progress display);
+/// returning true stops QEMU there (`Exit::stopped`).
 pub fn run_until(
     bin: &str,
     args: &[String],
@@ -450,6 +437,20 @@ pub fn run_until(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `run_until` that never stops QEMU itself.
+    fn run(
+        bin: &str,
+        args: &[String],
+        console: &Path,
+        timeout: Duration,
+        mut on_line: impl FnMut(&str) + Send,
+    ) -> std::io::Result<Exit> {
+        run_until(bin, args, console, timeout, move |l| {
+            on_line(l);
+            false
+        })
+    }
 
     /// The CPUs thread `tid` may run on.
     fn affinity(tid: i32) -> Vec<usize> {

@@ -139,6 +139,12 @@ pub struct RunSettings {
     /// pooled by boot, and comparisons count boot-to-boot spread.
     #[serde(default = "default_boots")]
     pub boots: u32,
+    /// Up to this many boots for compared cells whose comparison is still
+    /// too noisy to judge after `boots` (runner::schedule::undecided): 3
+    /// more a side at a time, interleaved, until every comparison of the
+    /// group concludes. Default: `boots` (no boots added).
+    #[serde(default)]
+    pub max_boots: Option<u32>,
 }
 fn default_boots() -> u32 {
     1
@@ -445,6 +451,14 @@ impl Matrix {
                 "{path}: run.boots = {} is out of range, expected 1..=50",
                 self.run.boots
             );
+        }
+        if let Some(mb) = self.run.max_boots {
+            if mb < self.run.boots || mb > 50 {
+                bail!(
+                    "{path}: run.max_boots = {mb} is out of range, expected run.boots ({})..=50",
+                    self.run.boots
+                );
+            }
         }
         if self.run.memory_mb < 128 {
             bail!(
@@ -754,6 +768,26 @@ impl Matrix {
         self.metric_decl(name).and_then(|m| m.quantile).unwrap_or(0.5)
     }
 
+    /// The test of `cell` that measured `metric`: the one whose name and a
+    /// dot begin it (the longest such: `rseq_own.x` is rseq_own's).
+    pub fn metric_test<'c>(&self, cell: &'c Cell, metric: &str) -> Option<&'c str> {
+        cell.tests
+            .iter()
+            .filter(|t| metric.strip_prefix(t.as_str()).is_some_and(|r| r.starts_with('.')))
+            .max_by_key(|t| t.len())
+            .map(String::as_str)
+    }
+
+    /// Whether boot `boot` of `cell` measures `metric` again: its test is
+    /// not limited to earlier boots (`[test] boots`).
+    pub fn measured_in_boot(&self, cell: &Cell, metric: &str, boot: u32) -> bool {
+        self.metric_test(cell, metric).is_some_and(|t| {
+            self.test
+                .get(t)
+                .is_none_or(|spec| spec.boots.is_none_or(|b| boot <= b))
+        })
+    }
+
     /// Boots a cell gets out of `boots` asked for (run.boots or --boots):
     /// no more than its longest-running test wants, so a cell whose tests
     /// all stop after boot 3 (`[test] boots = 3`) is not booted a 4th time
@@ -952,6 +986,11 @@ reason = "r"
             e.starts_with("matrix.toml:18:") && e.contains("unknown variant `unit`"),
             "{e}"
         );
+        let e = parse_err(&GOOD.replace("tests = [\"t1\"]", "tests = [\"t1\"]\nboots = 6\nmax_boots = 4"));
+        assert!(
+            e.contains("run.max_boots = 4 is out of range, expected run.boots (6)..=50"),
+            "{e}"
+        );
         let e = parse_err(&GOOD.replace("outcome = \"fail\"", "outcome = 3"));
         assert!(
             e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"),
@@ -1036,6 +1075,10 @@ reason = "r"
         let cells = m.cells(&Filters::default()).unwrap();
         assert_eq!(cells.len(), 10);
         assert!(cells.iter().all(|c| c.tests == ["seccomp_notify"]));
+        // The default matrix's boots, so what it detects is the default's.
+        let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml");
+        let d = Matrix::parse(default, &std::fs::read_to_string(default).unwrap()).unwrap();
+        assert_eq!((m.run.boots, m.run.max_boots), (d.run.boots, d.run.max_boots));
         for (name, spec) in &m.series {
             let s = crate::build::source::Series::load(
                 name,
@@ -1086,6 +1129,18 @@ reason = "r"
             assert_eq!(m.test[t].boots, Some(3), "{t}");
         }
         assert_eq!(m.test["seccomp_notify"].boots, None);
+        // Boots added to a too-noisy comparison measure what runs in every
+        // boot: seccomp_notify, not rseq (first 3) nor rseq_own's metrics
+        // under the rseq prefix.
+        let tiny = cell("base", "tiny");
+        assert_eq!(m.metric_test(tiny, "rseq_own.cpu_id.rseq"), Some("rseq_own"));
+        assert_eq!(m.metric_test(tiny, "rseq.cpu_id.rseq"), Some("rseq"));
+        assert_eq!(m.metric_test(tiny, "seccomp_notifyx.a"), None);
+        assert!(m.measured_in_boot(tiny, "seccomp_notify.default.unpinned", 7));
+        assert!(m.measured_in_boot(tiny, "rseq.cpu_id.rseq", 3));
+        assert!(!m.measured_in_boot(tiny, "rseq_own.cpu_id.rseq", 4));
+        assert!(!m.measured_in_boot(tiny, "unknown.metric", 1));
+        assert!(m.run.max_boots.unwrap_or(m.run.boots) >= m.run.boots);
         // --aa: the base twice per kernel, arch and config, the twin right
         // after the base.
         m.aa = true;

@@ -36,6 +36,11 @@ pub struct Tally {
     pub past_min_effect: usize,
     /// One line per false alarm: run, cell, metric, change and CI.
     pub alarms: Vec<String>,
+    /// Boots behind each comparison, summed over both sides (with
+    /// run.max_boots, too-noisy comparisons get more).
+    pub boots: usize,
+    /// The most boots a side any comparison had.
+    pub max_boots: usize,
 }
 
 impl Tally {
@@ -107,6 +112,8 @@ pub fn tally(runs: &[(String, Vec<Comparison>)], metrics: &[String]) -> BTreeMap
                 t.runs += 1;
             }
             t.comparisons += 1;
+            t.boots += c.boots_base + c.boots_new;
+            t.max_boots = t.max_boots.max(c.boots_base).max(c.boots_new);
             match c.verdict {
                 Verdict::NoChange => t.no_change += 1,
                 Verdict::TooNoisy => t.too_noisy += 1,
@@ -164,6 +171,13 @@ pub fn text(tallies: &BTreeMap<String, Tally>) -> String {
             t.regressed,
             t.past_min_effect
         );
+        if t.comparisons > 0 {
+            s += &format!(
+                "  boots a side: {:.1} on average, at most {}\n",
+                t.boots as f64 / (2 * t.comparisons) as f64,
+                t.max_boots
+            );
+        }
         for (goal, met) in t.goals() {
             s += &format!("  goal {goal}: {}\n", if met { "met" } else { "NOT MET" });
         }
@@ -444,11 +458,16 @@ mod tests {
         cs[0] = cmp("arm64", AA_VARIANT, "m", Verdict::TooNoisy, (-8.0, 2.0));
         cs[1] = cmp("arm64", AA_VARIANT, "m", Verdict::TooNoisy, (-8.0, 2.0));
         cs.pop();
+        // One comparison got boots added (run.max_boots): 3 a side else.
+        cs[2].boots_base = 12;
+        cs[2].boots_new = 12;
         let t = tally(&[("r".into(), cs)], &[]);
         let g: Vec<bool> = t["arm64"].goals().iter().map(|g| g.1).collect();
         assert_eq!(g, [true, false, false]);
         let s = text(&t);
         assert!(s.starts_with("arm64: 19 A/A comparisons from 1 runs: 15 no change (78.9%), 4 too noisy, 0 too few samples, 0 false alarms (0.0%"), "{s}");
+        // (18 x 3 + 12) / 19 = 3.47 boots a side.
+        assert!(s.contains("  boots a side: 3.5 on average, at most 12\n"), "{s}");
         assert!(
             s.contains("  goal \"no change\" >= 80% (78.9%): NOT MET\n"),
             "{s}"

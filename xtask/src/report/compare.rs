@@ -532,7 +532,7 @@ mod tests {
 /// 6 times as `base~aa`, interleaved, pinned vCPUs, under TCG on a 2-core
 /// host with slow episodes (a boot's same-CPU median 57 to 107 us).
 #[cfg(test)]
-mod aa_fixture {
+pub(crate) mod aa_fixture {
     use super::*;
     use crate::analyze::guestlog::{bench_lines, BenchLine};
 
@@ -617,7 +617,7 @@ mod aa_fixture {
         assert!(md.contains("more than 50 boots a side for +-5%"), "{md}");
     }
 
-    fn sample_comparison() -> Comparison {
+    pub(crate) fn sample_comparison() -> Comparison {
         Comparison {
             kind: ComparisonKind::Variants,
             base_cell: "6.1/base/x86_64/tiny".into(),

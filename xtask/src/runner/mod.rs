@@ -46,6 +46,9 @@ pub struct Ctx<'a> {
     pub cell_timeout_s: Option<u64>,
     /// Overrides run.boots.
     pub boots: Option<u32>,
+    /// Overrides run.max_boots. With `boots` set and this not, no boots
+    /// are added: `--boots N` alone means N.
+    pub max_boots: Option<u32>,
     /// The matrix file as given on the command line, for reproducers.
     pub matrix_path: Option<String>,
     accel: accel::Chooser,
@@ -84,12 +87,25 @@ impl<'a> Ctx<'a> {
             extra_cmdline: vec![],
             cell_timeout_s: None,
             boots: None,
+            max_boots: None,
             matrix_path: None,
             accel,
             trees: Default::default(),
             boot_seq: Default::default(),
             last_placement: Default::default(),
         }
+    }
+
+    /// Boots a compared cell may get when a comparison stays too noisy
+    /// (run.max_boots, --max-boots; `--boots N` alone: N).
+    pub fn max_boots(&self) -> u32 {
+        let boots = self.boots.unwrap_or(self.matrix.run.boots);
+        let max = match (self.max_boots, self.boots) {
+            (Some(m), _) => m,
+            (None, Some(b)) => b,
+            (None, None) => self.matrix.run.max_boots.unwrap_or(boots),
+        };
+        max.max(boots)
     }
 
     fn trees(&self, kernel: &str, log: &mut dyn FnMut(&str)) -> Result<Rc<Trees>> {
@@ -278,6 +294,50 @@ impl CellRun<'_> {
                         .is_none_or(|r| matches!(r.outcome, Outcome::Pass | Outcome::Fail))
                     && !crate::host::signals::interrupted()
             }
+        }
+    }
+
+    /// The cell's boots merged so far (None before its first boot, or once
+    /// it failed for good): what a comparison can already be made from.
+    pub fn so_far(&self) -> Option<&CellResult> {
+        match &self.state {
+            State::Done(_) => None,
+            State::Booting(b) => b.merged.as_ref(),
+        }
+    }
+
+    /// Whether `more_boots` could add a boot: booted fewer than `max` times,
+    /// and every boot so far ended with the kernel alive.
+    pub fn may_boot_more(&self, max: u32) -> bool {
+        match &self.state {
+            State::Booting(b) => {
+                b.booted < max
+                    && b.merged
+                        .as_ref()
+                        .is_some_and(|r| matches!(r.outcome, Outcome::Pass | Outcome::Fail))
+            }
+            State::Done(_) => false,
+        }
+    }
+
+    /// Plans `n` more boots, up to `max` in all, for a cell whose kernel
+    /// neither crashed nor hung; returns the number of boots it now plans
+    /// (0 when none were added).
+    pub fn more_boots(&mut self, n: u32, max: u32) -> u32 {
+        if !self.may_boot_more(max) {
+            return 0;
+        }
+        match &mut self.state {
+            State::Booting(b) => {
+                let before = b.boots;
+                b.boots = (b.boots.max(b.booted) + n).min(max);
+                if b.boots > before {
+                    b.boots
+                } else {
+                    0
+                }
+            }
+            _ => 0,
         }
     }
 
@@ -992,13 +1052,21 @@ fn boot_once(
     r.logs.results = Some(results_log.clone());
     let budget = Duration::from_secs(ctx.cell_timeout_s.unwrap_or(ctx.matrix.run.cell_timeout_s));
     let t = Instant::now();
-    let exit = qemu::run(&bin, &args, &console_log, budget, |line| {
+    // The kernel line after which it cannot go on, if it printed one: QEMU
+    // is stopped there rather than left to the tests' timeouts.
+    let beyond_repair = std::sync::OnceLock::<&'static str>::new();
+    let exit = qemu::run_until(&bin, &args, &console_log, budget, |line| {
         let l = crate::analyze::console::strip_timestamp(line);
         if let Some(rest) = l.strip_prefix("kmatrix: test ") {
             ev.phase(Phase::Tests, rest);
         } else {
             ev.detail(l);
         }
+        let stop = crate::analyze::console::beyond_repair(l);
+        if let Some(m) = stop {
+            let _ = beyond_repair.set(m);
+        }
+        stop.is_some()
     });
     r.timings.boot_s = t.elapsed().as_secs_f64();
     let exit = match exit {
@@ -1033,6 +1101,7 @@ fn boot_once(
         console_truncated: exit.console_truncated,
         console_cap: qemu::console_cap(),
         stderr: exit.stderr.clone(),
+        stopped_at: beyond_repair.get().filter(|_| exit.stopped).map(|m| m.to_string()),
     };
     // The tests this boot runs: built, and not limited to earlier boots.
     let tests: Vec<(String, TestKind)> = programs

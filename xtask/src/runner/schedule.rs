@@ -9,7 +9,17 @@
 //! that lasts minutes then falls on both sides of a comparison instead of
 //! on one cell.
 
+//!
+//! When the planned boots of a group are done and one of its comparisons is
+//! still too noisy to judge, `undecided` names the cells that need more
+//! boots (run.max_boots): the schedule then alternates their extra boots
+//! the same way.
+
 use crate::plan::matrix::Cell;
+use crate::schema::{Comparison, Verdict};
+
+/// Boots added at a time to the cells of a comparison still too noisy.
+pub const MORE_BOOTS: u32 = 3;
 
 /// One prepared cell as the schedule sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +61,28 @@ pub fn next(slots: &[Slot]) -> Option<usize> {
         .filter(|(_, s)| s.wants && s.group == group)
         .min_by_key(|(i, s)| (s.booted, *i))
         .map(|(i, _)| i)
+}
+
+/// The cells more boots could settle, each with the first comparison
+/// that wants them (in the order of `cs`): comparisons too noisy to judge
+/// whose metrics another boot of their cells measures again
+/// (`remeasured(cell, metric)`; a test limited to earlier boots does not).
+pub fn undecided<'a>(
+    cs: &'a [Comparison],
+    remeasured: impl Fn(&str, &str) -> bool,
+) -> Vec<(&'a str, &'a Comparison)> {
+    let mut out: Vec<(&str, &Comparison)> = Vec::new();
+    for c in cs.iter().filter(|c| c.verdict == Verdict::TooNoisy) {
+        if !(remeasured(&c.base_cell, &c.base_metric) && remeasured(&c.new_cell, &c.new_metric)) {
+            continue;
+        }
+        for cell in [c.base_cell.as_str(), c.new_cell.as_str()] {
+            if !out.iter().any(|(id, _)| *id == cell) {
+                out.push((cell, c));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -137,5 +169,44 @@ mod tests {
         ];
         let refs: Vec<&Cell> = cells.iter().collect();
         assert_eq!(groups(&refs), [0, 1, 0, 1, 2]);
+    }
+
+    fn comparison(base: &str, new: &str, metric: &str, verdict: Verdict) -> Comparison {
+        let mut c = crate::report::compare::aa_fixture::sample_comparison();
+        c.base_cell = base.into();
+        c.new_cell = new.into();
+        c.base_metric = metric.into();
+        c.new_metric = metric.into();
+        c.verdict = verdict;
+        c
+    }
+
+    #[test]
+    fn only_too_noisy_comparisons_of_metrics_measured_again_get_boots() {
+        let (b, s, t) = ("6.1/base/x86_64/tiny", "6.1/series/x86_64/tiny", "6.1/t/x86_64/tiny");
+        let cs = [
+            comparison(b, s, "seccomp_notify.default.same-cpu", Verdict::NoChange),
+            comparison(b, t, "rseq.cpu_id.rseq", Verdict::TooNoisy),
+            comparison(b, s, "seccomp_notify.default.unpinned", Verdict::TooNoisy),
+            comparison(s, s, "seccomp_notify.default.cross-cpu", Verdict::TooNoisy),
+            comparison(b, s, "seccomp_notify.default.cross-cpu", Verdict::Regressed),
+        ];
+        // rseq stopped after its boots: more boots would not measure it.
+        let more = undecided(&cs, |_, m| m.starts_with("seccomp_notify."));
+        let ids: Vec<(&str, &str)> = more.iter().map(|(id, c)| (*id, c.base_metric.as_str())).collect();
+        assert_eq!(
+            ids,
+            [
+                (b, "seccomp_notify.default.unpinned"),
+                (s, "seccomp_notify.default.unpinned")
+            ]
+        );
+        // Nothing undecided: no boots added.
+        assert!(undecided(&cs[..1], |_, _| true).is_empty());
+        assert!(undecided(&cs[1..2], |_, _| false).is_empty());
+        // A within-cell comparison (sync vs default) boots its one cell.
+        let one = undecided(&cs[3..4], |_, _| true);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].0, s);
     }
 }
