@@ -841,3 +841,42 @@ fn a_host_step_that_runs_out_of_time_is_named() {
     assert!(ev.contains("timed out after"), "{ev}");
     assert!(r.secs < 120.0, "{}", r.secs);
 }
+
+/// An oops the kernel cannot recover from without panicking (the splat
+/// patch's prctl with arg2 = 1: an oops in a task already exiting, as the
+/// re-created mm-cid-work series hit inside seccomp_bpf) leaves its task
+/// unkillable: the test would wait out its 200 s timeout. The harness stops
+/// QEMU at the kernel's "Fixing recursive fault but reboot is needed!"
+/// instead: a crash, with the oops and that line as evidence.
+#[test]
+fn an_oops_in_an_exiting_task_stops_the_guest_at_once() {
+    let r = faults(
+        "deadtask",
+        &[
+            "--cell",
+            "6.1/splat/x86_64/tiny",
+            "--test",
+            "deadtask",
+            "--test",
+            "after",
+        ],
+        &[],
+    );
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "crash", "{c}");
+    let t = test(c, "deadtask");
+    assert_eq!(t["outcome"], "crash", "{t}");
+    assert_eq!(test(c, "after")["outcome"], "skip", "not reached: {c}");
+    let ev = evidence(c);
+    assert!(
+        ev.contains("stopped by the harness")
+            && ev.contains("Fixing recursive fault but reboot is needed!"),
+        "{ev}"
+    );
+    assert!(ev.contains("NULL pointer") || ev.contains("Oops"), "{ev}");
+    // Stopped, not waited out: the boot ended well inside the test's 200 s.
+    let boot = &c["boots"][0];
+    let took = boot["duration_s"].as_f64().unwrap();
+    println!("deadtask boot: {took:.1} s (the test's timeout: 200 s)");
+    assert!(took < 150.0, "{boot}");
+}

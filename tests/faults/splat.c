@@ -7,6 +7,10 @@
  *
  * Exit status: 0 if prctl() returned 0 (the splat was printed), 1 otherwise
  * (a kernel without the patch rejects the option with EINVAL).
+ *
+ * With --dead-task (fault test "deadtask"), arg2 = 1: the kernel oopses in
+ * this task while it is marked exiting, prints "Fixing recursive fault but
+ * reboot is needed!", and the task never returns nor exits.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,14 +19,19 @@
 
 #define PR_KMATRIX_SPLAT 0x4b4d4254
 
-int main(void)
+int main(int argc, char **argv)
 {
+	unsigned long dead = argc > 1 && strcmp(argv[1], "--dead-task") == 0;
 	int ret;
 	int err;
 
+	if (dead) {
+		printf("oopsing while exiting: this task will not come back\n");
+		fflush(stdout);
+	}
 	errno = 0;
 	/* The variadic arguments are read as unsigned long by the kernel ABI. */
-	ret = prctl(PR_KMATRIX_SPLAT, 0UL, 0UL, 0UL, 0UL);
+	ret = prctl(PR_KMATRIX_SPLAT, dead, 0UL, 0UL, 0UL);
 	err = errno;
 	printf("splat prctl returned %d (errno %d: %s)\n", ret, err, strerror(err));
 	fflush(stdout);
