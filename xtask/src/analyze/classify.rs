@@ -604,6 +604,46 @@ mod tests {
         assert!(e.excerpt.contains("sysrq"));
     }
 
+    /// The real console of an oops in a task already exiting (the fault
+    /// tests' deadtask): the kernel says "Fixing recursive fault but reboot
+    /// is needed!" and the runner stopped QEMU there (SIGKILL, its own).
+    #[test]
+    fn crash_the_harness_stopped_the_guest_at_a_recursive_fault() {
+        let console = fixture("console-x86_64-recursive-fault.log");
+        let line = console
+            .lines()
+            .map(console::strip_timestamp)
+            .find_map(console::beyond_repair)
+            .expect("the marker in the real log");
+        let exit = QemuEnd {
+            status: None,
+            signal: Some(9),
+            elapsed_s: 1.8,
+            stopped_at: Some(line.to_string()),
+            ..clean_exit()
+        };
+        let t = tests(&[("deadtask", TestKind::Bench), ("after", TestKind::Shell)]);
+        let c = run(&t, &exit, &console, &fixture("results-x86_64-recursive-fault.log"));
+        // Not QEMU's failure (the harness killed it), not a timeout.
+        assert_eq!(c.outcome, Outcome::Crash);
+        assert!(c.qemu_failure.is_none());
+        assert_eq!(c.tests[0].outcome, Outcome::Crash);
+        assert_eq!(c.tests[1].outcome, Outcome::Skip);
+        let what: Vec<&str> = c.evidence.iter().map(|e| e.what.as_str()).collect();
+        assert!(
+            what[0].contains("NULL pointer dereference") && what[0].contains("while test deadtask ran"),
+            "{what:?}"
+        );
+        assert!(
+            what.iter().any(|w| w.starts_with("QEMU stopped by the harness after 2 s at the kernel's \"Fixing recursive fault but reboot is needed!\"")),
+            "{what:?}"
+        );
+        // The same exit without the marker is QEMU killed by a signal it
+        // was not sent by a timeout: its own failure.
+        let killed = QemuEnd { stopped_at: None, ..exit };
+        assert!(killed.qemu_failed().is_some());
+    }
+
     #[test]
     fn timeout_the_cell_budget_ran_out_inside_a_test() {
         let console = fixture("console-x86_64-clean.log");
