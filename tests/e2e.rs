@@ -376,8 +376,10 @@ fn too_noisy_comparisons_get_alternating_boots_their_tests_run_in() {
         let c = run["cells"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap();
         c["boots"].as_array().unwrap().iter().map(|b| b["seq"].as_u64().unwrap()).collect()
     };
-    assert_eq!(seqs("6.1/base/x86_64/tiny"), [1, 3, 5], "{stdout}");
-    assert_eq!(seqs("6.1/base~aa/x86_64/tiny"), [2, 4, 6], "{stdout}");
+    // Pairs back to back, the order turning every round: base, twin,
+    // twin, base, base, twin.
+    assert_eq!(seqs("6.1/base/x86_64/tiny"), [1, 4, 5], "{stdout}");
+    assert_eq!(seqs("6.1/base~aa/x86_64/tiny"), [2, 3, 6], "{stdout}");
     // Each added boot is announced with the comparison that asked for it.
     assert!(
         stdout.contains("6.1/base~aa/x86_64/tiny: boot 3 (of up to 6): rseq.")
@@ -391,7 +393,9 @@ fn too_noisy_comparisons_get_alternating_boots_their_tests_run_in() {
         .filter(|c| c["kind"] == "variants")
         .collect();
     assert!(!ab.is_empty());
+    // Compared pair by pair.
     for c in ab {
         assert_eq!((c["boots_base"].as_u64(), c["boots_new"].as_u64()), (Some(3), Some(3)), "{c}");
+        assert_eq!(c["p_test"], "paired-boot-medians", "{c}");
     }
 }

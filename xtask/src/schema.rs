@@ -371,6 +371,10 @@ pub enum PTest {
     MannWhitney,
     /// Welch's t on the log of the per-boot medians (several boots a side).
     WelchBootMedians,
+    /// Paired t on the log ratio of the per-boot medians, boot i of one
+    /// cell against boot i of the other: their boots were interleaved, so
+    /// each pair ran back to back and shares the host's state.
+    PairedBootMedians,
 }
 
 /// JSON has no NaN: serde_json writes a NaN f64 (a p-value of a test with

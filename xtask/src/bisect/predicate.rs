@@ -258,7 +258,7 @@ pub fn judge(
             let Some((ci, p, _, _, _)) =
                 // Bisect judges medians, as its threshold predicate does,
                 // whatever quantile the matrix's comparisons use.
-                compare::compare_boots(&bm.by_boot(), &sm.by_boot(), false, better, min_effect_pct, 0.5)
+                compare::compare_boots(&bm.by_boot(), &sm.by_boot(), compare::Pairing::None, better, min_effect_pct, 0.5)
             else {
                 return Verdict::Unclear(format!("{metric}: too few samples to compare"));
             };

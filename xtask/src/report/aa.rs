@@ -213,7 +213,7 @@ pub struct Noise {
 pub fn boots_needed(sd: f64, h: f64) -> Option<usize> {
     (2..=50).find(|&n| {
         let se = sd * (2.0 / n as f64).sqrt();
-        se * (t975((2 * n - 2) as f64) + 0.84) <= h
+        se * (stats::t975((2 * n - 2) as f64) + 0.84) <= h
     })
 }
 
@@ -228,19 +228,6 @@ pub fn pooled_noise(ss: f64, df: usize, min_effect_pct: f64) -> (f64, Option<usi
     )
 }
 
-/// The two-sided 95% point of Student's t (bisection on its CDF).
-fn t975(df: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0_f64, 100.0_f64);
-    for _ in 0..100 {
-        let mid = (lo + hi) / 2.0;
-        if stats::student_t_two_sided(mid, df) > 0.05 {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    (lo + hi) / 2.0
-}
 
 /// Per (arch, metric): the boot-to-boot noise of the A/A runs' cells (base
 /// and base~aa both: the same kernel), for every compared metric with at
@@ -488,7 +475,7 @@ mod tests {
         assert!(b >= 3 * a && b <= 5 * a, "{a} {b}");
         assert_eq!(boots_needed(0.5, h), None);
         // t(0.975) for 4 df is 2.776 (tables).
-        assert!((t975(4.0) - 2.776).abs() < 0.001, "{}", t975(4.0));
+        assert!((stats::t975(4.0) - 2.776).abs() < 0.001, "{}", stats::t975(4.0));
     }
 
     /// A real `matrix --aa --test seccomp_notify` run (6.1, 3 boots a cell,

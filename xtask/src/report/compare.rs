@@ -24,7 +24,38 @@ pub fn compare_samples(
     better: Better,
     min_effect_pct: f64,
 ) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
-    compare_boots(&[base], &[new], false, better, min_effect_pct, 0.5)
+    compare_boots(&[base], &[new], Pairing::None, better, min_effect_pct, 0.5)
+}
+
+/// How the boots of the two sides of a comparison relate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pairing {
+    /// Different boots, not paired (two runs, or boots not interleaved).
+    None,
+    /// The same boots: two metrics of one cell.
+    SameBoots,
+    /// Boot i of one cell ran right next to boot i of the other
+    /// (`interleaved`): each pair shares the host's state of the moment.
+    BootPairs,
+}
+
+/// Whether two cells' boots ran in pairs: the same number (at least 2) of
+/// boot records, as many as the metric has boots on each side, and boot i
+/// of each before boot i+1 of either (matrix's interleaved schedule, in
+/// either order within a pair). Cells run one after the other are not.
+pub fn interleaved(bc: &CellResult, nc: &CellResult, nb: usize, nn: usize) -> bool {
+    let seqs = |c: &CellResult| {
+        let mut b: Vec<(u32, u32)> = c.boots.iter().map(|r| (r.boot, r.seq)).collect();
+        b.sort();
+        b.into_iter().map(|(_, s)| s).collect::<Vec<u32>>()
+    };
+    let (sb, sn) = (seqs(bc), seqs(nc));
+    bc.id != nc.id
+        && sb.len() >= 2
+        && sb.len() == sn.len()
+        && sb.len() == nb
+        && sn.len() == nn
+        && (0..sb.len() - 1).all(|i| sb[i].max(sn[i]) < sb[i + 1].min(sn[i + 1]))
 }
 
 /// `compare_samples` for samples from one or more boots per side: the CI
@@ -38,7 +69,7 @@ pub fn compare_samples(
 pub fn compare_boots(
     base_boots: &[&[f64]],
     new_boots: &[&[f64]],
-    paired: bool,
+    pairing: Pairing,
     better: Better,
     min_effect_pct: f64,
     q: f64,
@@ -46,19 +77,36 @@ pub fn compare_boots(
     let (base, new) = (&base_boots.concat()[..], &new_boots.concat()[..]);
     let sb = stats::summarize(base)?;
     let sn = stats::summarize(new)?;
-    let ci = stats::quantile_change_ci_boots(base_boots, new_boots, q, paired, 0.95, RESAMPLES, SEED)?;
-    let p = match p_test(base_boots, new_boots, paired) {
-        PTest::WelchBootMedians => {
-            // Per boot, the compared quantile (the median unless declared;
-            // the p_test keeps its name for results.json).
-            let log_stats = |bs: &[&[f64]]| {
-                bs.iter()
-                    .map(|b| stats::location(b, q).ln())
-                    .collect::<Vec<f64>>()
-            };
-            stats::welch_t(&log_stats(base_boots), &log_stats(new_boots))
-                .map_or(1.0, |(_, _, p)| p)
-        }
+    // Per boot, the compared quantile (the median unless declared; the
+    // p_test keeps its name for results.json), on the log scale.
+    let log_stats = |bs: &[&[f64]]| {
+        bs.iter()
+            .map(|b| stats::location(b, q).ln())
+            .collect::<Vec<f64>>()
+    };
+    let test = p_test(base_boots, new_boots, pairing);
+    // Boot pairs: ln(new_i / base_i) of each pair's statistics.
+    let d: Vec<f64> = log_stats(new_boots)
+        .iter()
+        .zip(log_stats(base_boots))
+        .map(|(n, b)| n - b)
+        .collect();
+    let ci = match test {
+        PTest::PairedBootMedians => stats::paired_log_change_ci(&d)?,
+        _ => stats::quantile_change_ci_boots(
+            base_boots,
+            new_boots,
+            q,
+            pairing != Pairing::None,
+            0.95,
+            RESAMPLES,
+            SEED,
+        )?,
+    };
+    let p = match test {
+        PTest::WelchBootMedians => stats::welch_t(&log_stats(base_boots), &log_stats(new_boots))
+            .map_or(1.0, |(_, _, p)| p),
+        PTest::PairedBootMedians => stats::paired_t(&d).map_or(1.0, |(_, _, p)| p),
         PTest::MannWhitney => stats::mann_whitney_u(base, new)?.p_two_sided,
     };
     let verdict = if base.len() < 3 || new.len() < 3 {
@@ -77,11 +125,15 @@ pub fn compare_boots(
     Some((ci, p, verdict, sb.cv, sn.cv))
 }
 
-fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], paired: bool) -> PTest {
-    if !paired && base_boots.len() > 1 && new_boots.len() > 1 {
-        PTest::WelchBootMedians
-    } else {
-        PTest::MannWhitney
+fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], pairing: Pairing) -> PTest {
+    match pairing {
+        Pairing::BootPairs if base_boots.len() == new_boots.len() && base_boots.len() > 1 => {
+            PTest::PairedBootMedians
+        }
+        Pairing::None | Pairing::BootPairs if base_boots.len() > 1 && new_boots.len() > 1 => {
+            PTest::WelchBootMedians
+        }
+        _ => PTest::MannWhitney,
     }
 }
 
@@ -92,18 +144,27 @@ fn make(
     bm: &Metric,
     nc: &CellResult,
     nm: &Metric,
+    same_run: bool,
 ) -> Option<Comparison> {
     if bm.skip.is_some() || nm.skip.is_some() || !m.compared(&bm.name) || !m.compared(&nm.name) {
         return None;
     }
     let (better, min_effect_pct) = m.metric_spec(&nm.name);
     let q = m.metric_quantile(&nm.name);
-    // Two metrics of one cell come from the same boots: resample them paired.
-    let paired = kind == ComparisonKind::Within;
     let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
+    // Two metrics of one cell come from the same boots: resample them
+    // paired. Two cells of one run whose boots alternated: pair boot i
+    // with boot i, so a host state that lasts minutes cancels out.
+    let pairing = if kind == ComparisonKind::Within {
+        Pairing::SameBoots
+    } else if same_run && interleaved(bc, nc, base_boots.len(), new_boots.len()) {
+        Pairing::BootPairs
+    } else {
+        Pairing::None
+    };
     let (ci, p, verdict, cv_base, cv_new) =
-        compare_boots(&base_boots, &new_boots, paired, better, min_effect_pct, q)?;
-    let (boot_sd_pct, boots_needed) = if verdict == Verdict::TooNoisy && !paired {
+        compare_boots(&base_boots, &new_boots, pairing, better, min_effect_pct, q)?;
+    let (boot_sd_pct, boots_needed) = if verdict == Verdict::TooNoisy && pairing != Pairing::SameBoots {
         boot_noise(&[&base_boots, &new_boots], q, min_effect_pct)
     } else {
         (None, None)
@@ -130,7 +191,7 @@ fn make(
         verdict,
         boots_base: base_boots.len(),
         boots_new: new_boots.len(),
-        p_test: p_test(&base_boots, &new_boots, paired),
+        p_test: p_test(&base_boots, &new_boots, pairing),
         reference: None,
         quantile: q,
         boot_sd_pct,
@@ -170,7 +231,7 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
         };
         for nm in &nc.metrics {
             if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm));
+                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm, true));
             }
         }
     }
@@ -184,7 +245,7 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
                     .iter()
                     .find(|x| x.name == format!("{}{suffix}", w.new))
                 {
-                    out.extend(make(ComparisonKind::Within, m, c, bm, c, nm).map(|mut x| {
+                    out.extend(make(ComparisonKind::Within, m, c, bm, c, nm, true).map(|mut x| {
                         x.reference = w.reference.clone();
                         x
                     }));
@@ -207,7 +268,7 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
             for nm in nc.metrics.iter().filter(|x| x.name.starts_with(&a.metrics)) {
                 if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
                     out.extend(
-                        make(ComparisonKind::Variants, m, bc, bm, nc, nm).map(|mut x| {
+                        make(ComparisonKind::Variants, m, bc, bm, nc, nm, true).map(|mut x| {
                             x.reference = a.reference.clone();
                             x
                         }),
@@ -231,7 +292,7 @@ pub fn compare_runs(a: &Run, b: &Run, m: &Matrix) -> Vec<Comparison> {
         };
         for nm in &nc.metrics {
             if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm));
+                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm, false));
             }
         }
     }
@@ -249,15 +310,17 @@ pub fn markdown(cs: &[Comparison]) -> String {
             ComparisonKind::Within => c.base_metric.clone(),
             ComparisonKind::Variants => c.base_cell.clone(),
         };
-        let boots = if c.boots_base > 1 || c.boots_new > 1 {
+        let boots = if c.p_test == PTest::PairedBootMedians {
+            format!(" ({} pairs of boots)", c.boots_base)
+        } else if c.boots_base > 1 || c.boots_new > 1 {
             format!(" ({} vs {} boots)", c.boots_base, c.boots_new)
         } else {
             String::new()
         };
-        let p_note = if c.p_test == PTest::WelchBootMedians {
-            " (Welch, boot medians)"
-        } else {
-            ""
+        let p_note = match c.p_test {
+            PTest::WelchBootMedians => " (Welch, boot medians)",
+            PTest::PairedBootMedians => " (paired t, boot medians)",
+            PTest::MannWhitney => "",
         };
         // Medians unless the metric declares another quantile: then named.
         let stat = if c.quantile == 0.5 {
@@ -388,11 +451,11 @@ mod tests {
             base.iter().map(|v| &v[..]).collect(),
             new.iter().map(|v| &v[..]).collect(),
         );
-        let (_, p, v, _, _) = compare_boots(&b, &n, false, Better::Lower, 1.0, 0.5).unwrap();
+        let (_, p, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 1.0, 0.5).unwrap();
         assert!(p > 0.5, "{p}");
         assert_ne!(v, Verdict::Regressed);
         // Paired (two metrics of the same boots): the boot shifts cancel.
-        let (ci, _, v, _, _) = compare_boots(&b, &n, true, Better::Lower, 1.0, 0.5).unwrap();
+        let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::SameBoots, Better::Lower, 1.0, 0.5).unwrap();
         assert!(ci.lo > 0.0, "{ci:?}");
         assert_eq!(v, Verdict::Regressed);
     }
@@ -558,7 +621,7 @@ pub(crate) mod aa_fixture {
         let (b, n) = (boots("base", metric), boots("aa", metric));
         let (b, n): (Vec<&[f64]>, Vec<&[f64]>) =
             (b.iter().map(|v| &v[..]).collect(), n.iter().map(|v| &v[..]).collect());
-        let (ci, _, v, _, _) = compare_boots(&b, &n, false, Better::Lower, 5.0, q).unwrap();
+        let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, q).unwrap();
         (ci, v)
     }
 
@@ -646,5 +709,62 @@ pub(crate) mod aa_fixture {
             boot_sd_pct: None,
             boots_needed: None,
         }
+    }
+
+    /// A real A/A run (6.1, arm64 and x86_64, interleaved, boots added to
+    /// 18 on arm64) during which the host changed state for minutes: the
+    /// arm64 cross-CPU boot medians went from ~49 to ~61 us and back, on
+    /// both cells at once. Pooled, the two cells' medians fall in
+    /// different modes (+15.8%); paired boot by boot, the state cancels.
+    #[test]
+    fn boots_that_ran_in_pairs_are_compared_pair_by_pair() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let run = Run::load(std::path::Path::new(&format!(
+            "{dir}/tests/fixtures/runs/aa-host-phase/results.json"
+        )))
+        .unwrap();
+        let m = Matrix::parse(
+            "matrix.toml",
+            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
+        )
+        .unwrap();
+        let cell = |id: &str| run.cells.iter().find(|c| c.id == id).unwrap();
+        let (bc, nc) = (cell("6.1/base/arm64/tiny"), cell("6.1/base~aa/arm64/tiny"));
+        let name = "seccomp_notify.default.cross-cpu";
+        fn metric<'a>(c: &'a CellResult, name: &str) -> Vec<&'a [f64]> {
+            c.metrics.iter().find(|x| x.name == name).unwrap().by_boot()
+        }
+        let (b, n) = (metric(bc, name), metric(nc, name));
+        assert_eq!((b.len(), n.len()), (18, 18));
+        assert!(interleaved(bc, nc, 18, 18));
+        let cs = compare(&run, &m);
+        let c = cs
+            .iter()
+            .find(|c| c.new_cell == nc.id && c.new_metric == name)
+            .unwrap();
+        assert_eq!(c.p_test, PTest::PairedBootMedians);
+        assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+        assert!(c.pct_change.abs() < 2.0 && c.ci95_lo > -5.0 && c.ci95_hi < 5.0, "{c:?}");
+        // The same boots taken as unpaired: the pooled medians sit in the
+        // two modes, and the boots' spread leaves it too noisy.
+        let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, 0.5).unwrap();
+        assert_eq!(v, Verdict::TooNoisy);
+        assert!(ci.pct_change > 10.0, "{ci:?}");
+        // Cells booted one after the other are not pairs; nor is a cell
+        // with itself, nor boots that do not match the metric's.
+        let mut apart = nc.clone();
+        for r in apart.boots.iter_mut() {
+            r.seq += 100;
+        }
+        assert!(!interleaved(bc, &apart, 18, 18));
+        assert!(!interleaved(bc, bc, 18, 18));
+        assert!(!interleaved(bc, nc, 18, 17));
+        // Either order inside a pair (the schedule turns every round).
+        let (mut tb, mut tn) = (bc.clone(), nc.clone());
+        for (b, n) in tb.boots.iter_mut().zip(tn.boots.iter_mut()) {
+            let first = 2 * b.boot - 1;
+            (b.seq, n.seq) = if b.boot % 2 == 1 { (first, first + 1) } else { (first + 1, first) };
+        }
+        assert!(interleaved(&tb, &tn, 18, 18));
     }
 }

@@ -155,6 +155,60 @@ pub fn welch_t(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
     Some((t, df, student_t_two_sided(t, df)))
 }
 
+/// The 0.975 quantile of Student's t with `df` degrees of freedom (the
+/// half-width factor of a 95% interval), by bisection.
+pub fn t975(df: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0_f64, 100.0_f64);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if student_t_two_sided(mid, df) > 0.05 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
+/// The change of paired boots: `d` = ln(new_i / base_i) of each pair's
+/// statistics (boot i of each side, run back to back). The change is the
+/// geometric mean of the pair ratios, its 95% CI the t interval of the
+/// mean log ratio (n - 1 df), both in percent. A host state shared by the
+/// two boots of a pair cancels; a pair split by a change of host state
+/// widens the interval instead of moving a pooled median between modes.
+/// None for fewer than 2 pairs.
+pub fn paired_log_change_ci(d: &[f64]) -> Option<ChangeCi> {
+    if d.len() < 2 || d.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let n = d.len() as f64;
+    let mean = d.iter().sum::<f64>() / n;
+    let sd = (d.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)).sqrt();
+    let h = t975(n - 1.0) * sd / n.sqrt();
+    let pct = |x: f64| 100.0 * (x.exp() - 1.0);
+    Some(ChangeCi {
+        pct_change: pct(mean),
+        lo: pct(mean - h),
+        hi: pct(mean + h),
+    })
+}
+
+/// One-sample (paired) t-test of mean zero, two-sided: `(t, df, p)` for
+/// the differences `d` of pairs. `None` for fewer than 2 or no spread.
+pub fn paired_t(d: &[f64]) -> Option<(f64, f64, f64)> {
+    if d.len() < 2 {
+        return None;
+    }
+    let n = d.len() as f64;
+    let mean = d.iter().sum::<f64>() / n;
+    let var = d.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0);
+    if var <= 0.0 {
+        return None;
+    }
+    let t = mean / (var / n).sqrt();
+    Some((t, n - 1.0, student_t_two_sided(t, n - 1.0)))
+}
+
 /// P(|T| >= |t|) for Student's t with `df` degrees of freedom:
 /// I_{df/(df+t^2)}(df/2, 1/2).
 pub fn student_t_two_sided(t: f64, df: f64) -> f64 {
@@ -1186,6 +1240,28 @@ mod tests {
         assert_close(df, 676.0 / 313.0, 1e-12);
         assert!(welch_t(&[1.0], &[2.0, 3.0]).is_none());
         assert!(welch_t(&[1.0, 1.0], &[1.0, 1.0]).is_none());
+    }
+
+    #[test]
+    fn paired_t_on_pair_differences() {
+        // d = 1..5: mean 3, variance 2.5, t = 3 / sqrt(0.5) = sqrt(18), df 4;
+        // the df = 4 closed form above gives p = 0.013235599563682587.
+        let (t, df, p) = paired_t(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+        assert_close(t, 18f64.sqrt(), 1e-12);
+        assert_close(df, 4.0, 1e-12);
+        assert_close(p, 0.013235599563682587, 1e-12);
+        assert!(paired_t(&[1.0]).is_none());
+        // The change of pairs: the same d on the log scale, t(0.975, 4) =
+        // 2.776445105197793 (tables: 2.776).
+        assert_close(t975(4.0), 2.776445105197793, 1e-9);
+        let d = [0.01, 0.02, 0.03, 0.04, 0.05];
+        let ci = paired_log_change_ci(&d).unwrap();
+        let h = 2.776445105197793 * (0.00025f64 / 5.0).sqrt();
+        assert_close(ci.pct_change, 100.0 * (0.03f64.exp() - 1.0), 1e-9);
+        assert_close(ci.lo, 100.0 * ((0.03 - h).exp() - 1.0), 1e-6);
+        assert_close(ci.hi, 100.0 * ((0.03 + h).exp() - 1.0), 1e-6);
+        assert!(paired_log_change_ci(&d[..1]).is_none());
+        assert!(paired_t(&[0.5, 0.5, 0.5]).is_none());
     }
 
     #[test]
