@@ -681,8 +681,13 @@ fn more_boots_for_group(
             m.measured_in_boot(cells[k], metric, booted + 1)
         })
     });
-    for (id, why) in wanted {
-        let Some(k) = member(id) else { continue };
+    // Every cell of the group boots again, not only those of the undecided
+    // comparisons: the group's cells stay in step, so their boots still
+    // pair up one for one (compare::interleaved).
+    let Some(&(_, why)) = wanted.first() else { return };
+    for &k in members {
+        let id = cells[k].id();
+        let why = wanted.iter().find(|(w, _)| *w == id).map_or(why, |(_, c)| *c);
         let Some(c) = live[k].as_mut() else { continue };
         let from = c.booted() + 1;
         // No more than the cell's tests want (`[test] boots`).
