@@ -125,9 +125,33 @@ fn x86_64_with_series_passes_every_seccomp_case() {
         .find(|c| c["new_metric"] == "seccomp_notify.sync.unpinned")
         .expect("sync vs default comparison");
     assert!(claim["boots_new"].as_u64().unwrap() >= 2, "{claim}");
-    // About 2x under TCG here (ARCHITECTURE.md); a broken sync path (or a
-    // benchmark that stopped exercising it) shows up as anything else.
-    assert_eq!(claim["verdict"], "improved", "{claim}");
+    // Sync mode saves a cross-CPU wakeup, so it gains about what one costs
+    // in these boots (seccomp_notify.host.wake_gap, one value per boot). On
+    // the shared hosts measured that cost switches between 16-18 us and
+    // 4-5 us for minutes at a time: where it is large, a broken sync path
+    // (or a benchmark that stopped exercising it) shows up as anything but
+    // "improved"; where it is small there is little to gain, and only a
+    // regression would be wrong.
+    let gap = metrics
+        .iter()
+        .find(|x| x["name"] == "seccomp_notify.host.wake_gap")
+        .expect("wake_gap reported");
+    assert_eq!(gap["unit"], "us");
+    let mut g: Vec<f64> = gap["samples"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert_eq!(g.len(), 3, "one per boot: {gap}");
+    g.sort_by(f64::total_cmp);
+    println!("wake gap by boot (sorted): {g:?} us; sync vs default: {claim}");
+    if g[1] >= 10.0 {
+        assert_eq!(claim["verdict"], "improved", "wake gap {g:?}: {claim}");
+    } else {
+        assert_ne!(claim["verdict"], "regressed", "wake gap {g:?}: {claim}");
+    }
+    // Never compared: it is about the host.
+    assert!(!run["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["new_metric"] == "seccomp_notify.host.wake_gap"));
     // Logs and reproducers are where results.json says.
     assert!(Path::new(cell["logs"]["console"].as_str().unwrap()).exists());
     assert!(cell["reproduce"]["qemu"]
