@@ -84,13 +84,10 @@ pub fn compare_boots(
             .map(|b| stats::location(b, q).ln())
             .collect::<Vec<f64>>()
     };
+    let (lb, ln) = (log_stats(base_boots), log_stats(new_boots));
     let test = p_test(base_boots, new_boots, pairing);
     // Boot pairs: ln(new_i / base_i) of each pair's statistics.
-    let d: Vec<f64> = log_stats(new_boots)
-        .iter()
-        .zip(log_stats(base_boots))
-        .map(|(n, b)| n - b)
-        .collect();
+    let d: Vec<f64> = ln.iter().zip(&lb).map(|(n, b)| n - b).collect();
     let ci = match test {
         PTest::PairedBootMedians => stats::paired_log_change_ci(&d)?,
         _ => stats::quantile_change_ci_boots(
@@ -104,8 +101,7 @@ pub fn compare_boots(
         )?,
     };
     let p = match test {
-        PTest::WelchBootMedians => stats::welch_t(&log_stats(base_boots), &log_stats(new_boots))
-            .map_or(1.0, |(_, _, p)| p),
+        PTest::WelchBootMedians => stats::welch_t(&lb, &ln).map_or(1.0, |(_, _, p)| p),
         PTest::PairedBootMedians => stats::paired_t(&d).map_or(1.0, |(_, _, p)| p),
         PTest::MannWhitney => stats::mann_whitney_u(base, new)?.p_two_sided,
     };

@@ -182,15 +182,21 @@ pub fn paired_log_change_ci(d: &[f64]) -> Option<ChangeCi> {
         return None;
     }
     let n = d.len() as f64;
-    let mean = d.iter().sum::<f64>() / n;
-    let sd = (d.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0)).sqrt();
-    let h = t975(n - 1.0) * sd / n.sqrt();
+    let (mean, var) = mean_var(d);
+    let h = t975(n - 1.0) * (var / n).sqrt();
     let pct = |x: f64| 100.0 * (x.exp() - 1.0);
     Some(ChangeCi {
         pct_change: pct(mean),
         lo: pct(mean - h),
         hi: pct(mean + h),
     })
+}
+
+/// Mean and sample variance (n - 1) of at least 2 values.
+fn mean_var(x: &[f64]) -> (f64, f64) {
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    (mean, x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0))
 }
 
 /// One-sample (paired) t-test of mean zero, two-sided: `(t, df, p)` for
@@ -200,8 +206,7 @@ pub fn paired_t(d: &[f64]) -> Option<(f64, f64, f64)> {
         return None;
     }
     let n = d.len() as f64;
-    let mean = d.iter().sum::<f64>() / n;
-    let var = d.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0);
+    let (mean, var) = mean_var(d);
     if var <= 0.0 {
         return None;
     }
