@@ -695,9 +695,8 @@ fn more_boots_for_group(
         if to > 0 {
             let boots = if from == to { format!("boot {to}") } else { format!("boots {from}-{to}") };
             ui.println(&format!(
-                "{id}: {boots} (of up to {max_boots}): {} is too noisy to judge, {:+.1}% [{:+.1}, {:+.1}] against {}",
-                why.new_metric, why.pct_change, why.ci95_lo, why.ci95_hi,
-                if why.base_cell == why.new_cell { why.base_metric.clone() } else { why.base_cell.clone() }
+                "{id}: {boots} (of up to {max_boots}): {}",
+                runner::schedule::why_more(why)
             ));
         }
     }

@@ -441,6 +441,55 @@ pub struct Comparison {
     pub boot_sd_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boots_needed: Option<u32>,
+    /// A within comparison of only the boots in one state of the host
+    /// (matrix.toml `[within.split]`); None: every boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Split>,
+}
+
+/// Which boots a split within comparison judged: those where `metric`'s
+/// per-boot median was at least `at` (`above`), or below it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Split {
+    pub metric: String,
+    pub unit: String,
+    pub at: f64,
+    pub above: bool,
+    /// The median over these boots of `metric`'s per-boot median.
+    #[serde(deserialize_with = "nan_as_null")]
+    pub median: f64,
+    /// Boots of the cell in the other state; 0: the run never saw it.
+    pub boots_other: usize,
+}
+
+impl Comparison {
+    /// ", in the 12 boots where ..." for a split comparison, else "".
+    pub fn split_note(&self) -> String {
+        self.split
+            .as_ref()
+            .map_or(String::new(), |s| format!(", in {}", s.label(self.boots_new)))
+    }
+}
+
+impl Split {
+    /// "the 12 boots where seccomp_notify.host.wake_gap >= 10 us (median
+    /// 15.8; 6 boots below)", `boots` being this comparison's.
+    pub fn label(&self, boots: usize) -> String {
+        let (this, other) = if self.above { (">=", "below") } else { ("<", "at or above") };
+        let which = if self.boots_other == 0 {
+            format!("all {boots} boots")
+        } else {
+            format!("the {boots} boot{}", if boots == 1 { "" } else { "s" })
+        };
+        let rest = match self.boots_other {
+            0 => format!("no boot {other}"),
+            n => format!("{n} boot{} {other}", if n == 1 { "" } else { "s" }),
+        };
+        format!(
+            "{which}, where {} {this} {} {} (median {:.1}; {rest})",
+            self.metric, self.at, self.unit, self.median
+        )
+    }
 }
 
 fn half() -> f64 {

@@ -311,8 +311,9 @@ pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInf
                     })
                     .map(|x| {
                         format!(
-                            "vs {}: {:+.1}% [{:+.1}, {:+.1}] {}",
+                            "vs {}{}: {:+.1}% [{:+.1}, {:+.1}] {}",
                             x.base_metric,
+                            x.split_note(),
                             x.pct_change,
                             x.ci95_lo,
                             x.ci95_hi,

@@ -121,6 +121,25 @@ pub struct Within {
     /// the measured change in the summary.
     #[serde(default)]
     pub reference: Option<String>,
+    /// `[within.split]`: compare the pair separately in the boots of each
+    /// of two host states, told apart by another metric of the cell.
+    #[serde(default)]
+    pub split: Option<WithinSplit>,
+}
+
+/// `[within.split]`: a pair whose true difference depends on the host (sync
+/// vs default mode saves a cross-CPU wakeup, which a shared TCG host
+/// charges 2-5 us for or 15-18 us, in phases of minutes) is judged apart in
+/// the boots where `metric` (its per-boot median) is at least `at`, and in
+/// those where it is below. A pooled verdict over a mixture of both would
+/// change with how many boots each phase got. The state at or above `at`
+/// is the one the pair's claim needs: while no boot of a cell has reached
+/// it, `matrix` boots the cell's group again (up to `run.max_boots`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WithinSplit {
+    pub metric: String,
+    pub at: f64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -615,6 +634,22 @@ impl Matrix {
                 }
             }
         }
+        for w in &self.within {
+            if let Some(sp) = &w.split {
+                if sp.metric.is_empty() || !sp.at.is_finite() {
+                    bail!(
+                        "{path}: [[within]] {} vs {}: [within.split] needs a metric name and a finite `at` (got `{}`, {})",
+                        w.new, w.base, sp.metric, sp.at
+                    );
+                }
+                if sp.metric.starts_with(&w.base) || sp.metric.starts_with(&w.new) {
+                    bail!(
+                        "{path}: [[within]] {} vs {}: [within.split] metric `{}` is one of the pair's own metrics; split by another (the host's state)",
+                        w.new, w.base, sp.metric
+                    );
+                }
+            }
+        }
         for (name, m) in &self.metric {
             if !(m.min_effect_pct >= 0.0) {
                 bail!(
@@ -991,6 +1026,17 @@ reason = "r"
             e.contains("run.max_boots = 4 is out of range, expected run.boots (6)..=50"),
             "{e}"
         );
+        // A split must name another metric than the pair's, and a number.
+        let within = |split: &str| {
+            format!("{GOOD}\n[[within]]\nbase = \"b.default.\"\nnew = \"b.sync.\"\nsplit = {split}\n")
+        };
+        let e = parse_err(&within("{ metric = \"b.sync.unpinned\", at = 20.0 }"));
+        assert!(e.contains("[within.split] metric `b.sync.unpinned` is one of the pair's own metrics"), "{e}");
+        let e = parse_err(&within("{ metric = \"b.host.gap\", at = nan }"));
+        assert!(e.contains("b.sync. vs b.default.: [within.split] needs a metric name and a finite `at`"), "{e}");
+        let e = parse_err(&within("{ metric = \"b.host.gap\", at = 20.0, below = true }"));
+        assert!(e.contains("unknown field `below`"), "{e}");
+        assert!(Matrix::parse("matrix.toml", &within("{ metric = \"b.host.gap\", at = 20.0 }")).is_ok());
         let e = parse_err(&GOOD.replace("outcome = \"fail\"", "outcome = 3"));
         assert!(
             e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"),

@@ -337,6 +337,7 @@ mod tests {
             quantile: 0.5,
             boot_sd_pct: None,
             boots_needed: None,
+            split: None,
         }
     }
 

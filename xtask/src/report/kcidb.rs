@@ -136,6 +136,7 @@ fn verdicts(cs: &[Comparison], cell: &str, metric: &str) -> Vec<Value> {
                 "p_value": c.p_value,
                 "p_test": c.p_test,
                 "verdict": c.verdict.as_str(),
+                "split": c.split,
             })
         })
         .collect()

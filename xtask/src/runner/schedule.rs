@@ -68,15 +68,17 @@ pub fn next(slots: &[Slot]) -> Option<usize> {
 }
 
 /// The cells more boots could settle, each with the first comparison
-/// that wants them (in the order of `cs`): comparisons too noisy to judge
-/// whose metrics another boot of their cells measures again
-/// (`remeasured(cell, metric)`; a test limited to earlier boots does not).
+/// that wants them (in the order of `cs`): comparisons too noisy to judge,
+/// and split within comparisons (`[within.split]`) whose cell has not yet
+/// had a boot in the state the claim needs, whose metrics another boot of
+/// their cells measures again (`remeasured(cell, metric)`; a test limited
+/// to earlier boots does not).
 pub fn undecided<'a>(
     cs: &'a [Comparison],
     remeasured: impl Fn(&str, &str) -> bool,
 ) -> Vec<(&'a str, &'a Comparison)> {
     let mut out: Vec<(&str, &Comparison)> = Vec::new();
-    for c in cs.iter().filter(|c| c.verdict == Verdict::TooNoisy) {
+    for c in cs.iter().filter(|c| c.verdict == Verdict::TooNoisy || state_unseen(c)) {
         if !(remeasured(&c.base_cell, &c.base_metric) && remeasured(&c.new_cell, &c.new_metric)) {
             continue;
         }
@@ -87,6 +89,28 @@ pub fn undecided<'a>(
         }
     }
     out
+}
+
+/// A split comparison of a cell none of whose boots was in the state its
+/// claim needs (at or above the split).
+fn state_unseen(c: &Comparison) -> bool {
+    c.split.as_ref().is_some_and(|s| !s.above && s.boots_other == 0)
+}
+
+/// Why `undecided` wants more boots for comparison `c`, for the progress
+/// line: "seccomp_notify.sync.unpinned is too noisy to judge, ...".
+pub fn why_more(c: &Comparison) -> String {
+    let against = if c.base_cell == c.new_cell { &c.base_metric } else { &c.base_cell };
+    match &c.split {
+        Some(s) if state_unseen(c) => format!(
+            "{} vs {}: no boot yet where {} >= {} {} (median {:.1} over {} boots), the state the claim needs",
+            c.new_metric, c.base_metric, s.metric, s.at, s.unit, s.median, c.boots_new
+        ),
+        _ => format!(
+            "{} is too noisy to judge, {:+.1}% [{:+.1}, {:+.1}] against {against}",
+            c.new_metric, c.pct_change, c.ci95_lo, c.ci95_hi
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -213,5 +237,43 @@ mod tests {
         let one = undecided(&cs[3..4], |_, _| true);
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].0, s);
+    }
+
+    #[test]
+    fn a_split_pair_boots_on_until_a_boot_is_in_the_state_its_claim_needs() {
+        let s = "6.1/series/x86_64/tiny";
+        let split = |above: bool, boots_other: usize| {
+            let mut c = comparison(s, s, "seccomp_notify.default.unpinned", Verdict::NoChange);
+            c.new_metric = "seccomp_notify.sync.unpinned".into();
+            c.boots_new = 6;
+            c.split = Some(crate::schema::Split {
+                metric: "seccomp_notify.host.wake_gap".into(),
+                unit: "us".into(),
+                at: 10.0,
+                above,
+                median: if above { 15.8 } else { 2.9 },
+                boots_other,
+            });
+            c
+        };
+        // Only boots below: more, and the progress line says why.
+        let cs = [split(false, 0)];
+        let more = undecided(&cs, |_, _| true);
+        assert_eq!(more.len(), 1);
+        assert_eq!(
+            why_more(more[0].1),
+            "seccomp_notify.sync.unpinned vs seccomp_notify.default.unpinned: no boot yet where \
+             seccomp_notify.host.wake_gap >= 10 us (median 2.9 over 6 boots), the state the claim needs"
+        );
+        // Not when the test is over, nor once a boot reached the state
+        // (whichever side's comparison is looked at), nor when every
+        // boot was in it.
+        assert!(undecided(&cs, |_, _| false).is_empty());
+        assert!(undecided(&[split(false, 2), split(true, 4)], |_, _| true).is_empty());
+        assert!(undecided(&[split(true, 0)], |_, _| true).is_empty());
+        // A too-noisy state still asks for boots, as any comparison does.
+        let mut noisy = split(true, 3);
+        noisy.verdict = Verdict::TooNoisy;
+        assert_eq!(undecided(&[noisy], |_, _| true).len(), 1);
     }
 }
