@@ -437,6 +437,9 @@ pub struct Comparison {
     /// two cells (pooled SD of its log, in percent), and the boots a side
     /// that would pin a change down to +-min_effect_pct on this host
     /// (report::aa::boots_needed; None past 50). The noise, from the data.
+    /// For boots compared pair by pair (`p_test` paired-boot-medians): the
+    /// SD of the pairs' log ratios, and the pairs needed
+    /// (report::aa::pairs_needed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_sd_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

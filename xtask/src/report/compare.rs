@@ -160,10 +160,23 @@ fn make(
     };
     let (ci, p, verdict, cv_base, cv_new) =
         compare_boots(&base_boots, &new_boots, pairing, better, min_effect_pct, q)?;
-    let (boot_sd_pct, boots_needed) = if verdict == Verdict::TooNoisy && pairing != Pairing::SameBoots {
-        boot_noise(&[&base_boots, &new_boots], q, min_effect_pct)
-    } else {
-        (None, None)
+    let test = p_test(&base_boots, &new_boots, pairing);
+    let (boot_sd_pct, boots_needed) = match (verdict, pairing, test) {
+        (Verdict::TooNoisy, _, PTest::PairedBootMedians) => {
+            // Pairs: the noise that is left once each pair's shared host
+            // state cancels, and the pairs it calls for.
+            let (ss, df) = crate::report::aa::pair_log_ss(&base_boots, &new_boots, q);
+            if df == 0 {
+                (None, None)
+            } else {
+                let (sd, n) = crate::report::aa::pooled_noise(ss, df, min_effect_pct, true);
+                (Some(sd), n.map(|n| n as u32))
+            }
+        }
+        (Verdict::TooNoisy, Pairing::None | Pairing::BootPairs, _) => {
+            boot_noise(&[&base_boots, &new_boots], q, min_effect_pct)
+        }
+        _ => (None, None),
     };
     Some(Comparison {
         kind,
@@ -187,7 +200,7 @@ fn make(
         verdict,
         boots_base: base_boots.len(),
         boots_new: new_boots.len(),
-        p_test: p_test(&base_boots, &new_boots, pairing),
+        p_test: test,
         reference: None,
         quantile: q,
         boot_sd_pct,
@@ -210,7 +223,7 @@ pub fn boot_noise(cells: &[&[&[f64]]], q: f64, min_effect_pct: f64) -> (Option<f
     if df == 0 {
         return (None, None);
     }
-    let (sd_pct, needed) = crate::report::aa::pooled_noise(ss, df, min_effect_pct);
+    let (sd_pct, needed) = crate::report::aa::pooled_noise(ss, df, min_effect_pct, false);
     (Some(sd_pct), needed.map(|n| n as u32))
 }
 
@@ -408,10 +421,15 @@ pub fn markdown(cs: &[Comparison]) -> String {
             {
                 let mut v = c.verdict.describe().to_string();
                 if let Some(sd) = c.boot_sd_pct {
+                    let (what, unit) = if c.p_test == PTest::PairedBootMedians {
+                        ("pairs of boots differ", "pairs")
+                    } else {
+                        ("boots vary", "boots a side")
+                    };
                     v += &format!(
-                        " (boots vary {sd:.1}%: {} for +-{}%)",
+                        " ({what} {sd:.1}%: {} for +-{}%)",
                         c.boots_needed
-                            .map_or("more than 50 boots a side".to_string(), |n| format!("about {n} boots a side")),
+                            .map_or(format!("more than 50 {unit}"), |n| format!("about {n} {unit}")),
                         c.min_effect_pct
                     );
                 }
@@ -815,6 +833,19 @@ pub(crate) mod aa_fixture {
         assert_eq!(c.p_test, PTest::PairedBootMedians);
         assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
         assert!(c.pct_change.abs() < 2.0 && c.ci95_lo > -5.0 && c.ci95_hi < 5.0, "{c:?}");
+        // Against a 3% minimum effect the same pairs are too noisy, and
+        // say so in pairs: how much a pair's two boots differ (SD of the
+        // log ratio, 5.15%: aa.rs checks it) and the pairs that would do.
+        let mut m3 = Matrix::parse("matrix.toml", &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap()).unwrap();
+        m3.metric.get_mut("seccomp_notify").unwrap().min_effect_pct = 3.0;
+        let cs3 = compare(&run, &m3);
+        let c3 = cs3.iter().find(|c| c.new_cell == nc.id && c.new_metric == name).unwrap();
+        assert_eq!(c3.verdict, Verdict::TooNoisy, "{c3:?}");
+        assert!((c3.boot_sd_pct.unwrap() - 5.150).abs() < 0.01, "{c3:?}");
+        let pairs = c3.boots_needed.unwrap();
+        assert_eq!(Some(pairs as usize), crate::report::aa::pairs_needed(1.0515_f64.ln(), 1.03_f64.ln()));
+        let md = markdown(&[c3.clone()]);
+        assert!(md.contains(&format!("(pairs of boots differ 5.2%: about {pairs} pairs for +-3%)")), "{md}");
         // The same boots taken as unpaired: the pooled medians sit in the
         // two modes, and the boots' spread leaves it too noisy.
         let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, 0.5).unwrap();
