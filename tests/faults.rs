@@ -881,3 +881,41 @@ fn an_oops_in_an_exiting_task_stops_the_guest_at_once() {
     println!("deadtask boot: {took:.1} s (the cell's budget: 240 s)");
     assert!(took < 150.0, "{boot}");
 }
+
+/// A task asleep in the kernel for good (state D, as tasks waiting for an
+/// RCU grace period that never ends): the hung task detector reports it,
+/// and with the harness's sysctl.kernel.hung_task_panic=1 the guest panics
+/// there. A crash with the report as evidence, in seconds, rather than a
+/// "timeout" after the cell's whole budget that hides what the kernel said.
+#[test]
+fn a_task_hung_in_the_kernel_panics_the_guest_with_the_report() {
+    let r = faults(
+        "hungtask",
+        &[
+            "--cell",
+            "6.1/splat/x86_64/tiny",
+            "--test",
+            "hungtask",
+            "--test",
+            "after",
+        ],
+        &[],
+    );
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "crash", "{c}");
+    let t = test(c, "hungtask");
+    assert_eq!(t["outcome"], "crash", "{t}");
+    assert_eq!(test(c, "after")["outcome"], "skip", "not reached: {c}");
+    let ev = evidence(c);
+    assert!(ev.contains("blocked for more than") && ev.contains("while test hungtask ran"), "{ev}");
+    assert!(ev.contains("hung_task: blocked tasks"), "the panic: {ev}");
+    let boot = &c["boots"][0];
+    let took = boot["duration_s"].as_f64().unwrap();
+    println!("hungtask boot: {took:.1} s (the cell's budget: 240 s)");
+    assert!(took < 150.0, "{boot}");
+    // The reproducer boots the same way.
+    assert!(
+        c["reproduce"]["qemu"].as_str().unwrap().contains("sysctl.kernel.hung_task_panic=1"),
+        "{c}"
+    );
+}

@@ -11,6 +11,11 @@
  * With --dead-task (fault test "deadtask"), arg2 = 1: the kernel oopses in
  * this task while it is marked exiting, prints "Fixing recursive fault but
  * reboot is needed!", and the task never returns nor exits.
+ *
+ * With --hung-task (fault test "hungtask"), arg2 = 2: the task sleeps in
+ * the kernel uninterruptibly for good. The hung task detector's timeout is
+ * first set to 2 s (/proc/sys/kernel/hung_task_timeout_secs, which also
+ * wakes the detector), so that it reports in seconds rather than minutes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,17 +26,29 @@
 
 int main(int argc, char **argv)
 {
-	unsigned long dead = argc > 1 && strcmp(argv[1], "--dead-task") == 0;
+	const char *mode = argc > 1 ? argv[1] : "";
+	unsigned long what = 0;
 	int ret;
 	int err;
 
-	if (dead) {
+	if (strcmp(mode, "--dead-task") == 0) {
+		what = 1;
 		printf("oopsing while exiting: this task will not come back\n");
-		fflush(stdout);
+	} else if (strcmp(mode, "--hung-task") == 0) {
+		FILE *f = fopen("/proc/sys/kernel/hung_task_timeout_secs", "w");
+
+		if (!f || fprintf(f, "2\n") < 0 || fclose(f) != 0) {
+			printf("ERROR cannot set kernel.hung_task_timeout_secs: %s\n",
+			       strerror(errno));
+			return 1;
+		}
+		what = 2;
+		printf("sleeping in the kernel for good (state D)\n");
 	}
+	fflush(stdout);
 	errno = 0;
 	/* The variadic arguments are read as unsigned long by the kernel ABI. */
-	ret = prctl(PR_KMATRIX_SPLAT, dead, 0UL, 0UL, 0UL);
+	ret = prctl(PR_KMATRIX_SPLAT, what, 0UL, 0UL, 0UL);
 	err = errno;
 	printf("splat prctl returned %d (errno %d: %s)\n", ret, err, strerror(err));
 	fflush(stdout);

@@ -479,10 +479,11 @@ impl Split {
     /// 15.8; 6 boots below)", `boots` being this comparison's.
     pub fn label(&self, boots: usize) -> String {
         let (this, other) = if self.above { (">=", "below") } else { ("<", "at or above") };
-        let which = if self.boots_other == 0 {
-            format!("all {boots} boots")
-        } else {
-            format!("the {boots} boot{}", if boots == 1 { "" } else { "s" })
+        let which = match (self.boots_other, boots) {
+            (0, 1) => "its one boot".to_string(),
+            (0, _) => format!("all {boots} boots"),
+            (_, 1) => "1 boot".to_string(),
+            _ => format!("the {boots} boots"),
         };
         let rest = match self.boots_other {
             0 => format!("no boot {other}"),
@@ -676,6 +677,32 @@ mod tests {
             serde_json::from_str::<Comparison>(&COMPARISON_JSON.replace("within", "inside"))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_split_says_which_boots_and_what_the_other_state_had() {
+        let s = |above: bool, boots_other: usize| Split {
+            metric: "seccomp_notify.host.wake_gap_pct".into(),
+            unit: "%".into(),
+            at: 17.0,
+            above,
+            median: 38.14,
+            boots_other,
+        };
+        let w = "where seccomp_notify.host.wake_gap_pct";
+        assert_eq!(s(true, 2).label(16), format!("the 16 boots, {w} >= 17 % (median 38.1; 2 boots below)"));
+        assert_eq!(s(false, 16).label(2), format!("the 2 boots, {w} < 17 % (median 38.1; 16 boots at or above)"));
+        assert_eq!(s(false, 5).label(1), format!("1 boot, {w} < 17 % (median 38.1; 5 boots at or above)"));
+        assert_eq!(s(true, 1).label(5), format!("the 5 boots, {w} >= 17 % (median 38.1; 1 boot below)"));
+        assert_eq!(s(false, 0).label(18), format!("all 18 boots, {w} < 17 % (median 38.1; no boot at or above)"));
+        assert_eq!(s(true, 0).label(1), format!("its one boot, {w} >= 17 % (median 38.1; no boot below)"));
+        // In results.json only when set; older comparisons read as unsplit.
+        let c: Comparison = serde_json::from_str(COMPARISON_JSON).unwrap();
+        assert_eq!((c.split.as_ref(), c.split_note()), (None, String::new()));
+        let with = Comparison { split: Some(s(true, 2)), boots_new: 16, ..c };
+        let back: Comparison = serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+        assert_eq!(back, with);
+        assert!(back.split_note().starts_with(", in the 16 boots, where"));
     }
 
     #[test]

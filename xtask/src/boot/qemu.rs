@@ -191,6 +191,13 @@ pub fn cmdline(g: &Guest) -> String {
         format!("console={}", g.arch.info().console),
         // A panic reboots at once, and -no-reboot turns that into QEMU exiting.
         "panic=-1".to_string(),
+        // A task asleep in the kernel (state D) past the hung task
+        // detector's timeout (CONFIG_DEFAULT_HUNG_TASK_TIMEOUT, 120 s) panics
+        // the guest after its report, instead of leaving the boot to wait
+        // out the cell's budget: the re-created mm-cid-work series left
+        // tasks in synchronize_rcu() for good, a 600 s "timeout" that hid
+        // the known flaw (a sysctl set from the command line, 5.8+).
+        "sysctl.kernel.hung_task_panic=1".to_string(),
         "rdinit=/init".to_string(),
     ];
     c.extend(g.extra_cmdline.iter().cloned());
@@ -623,7 +630,7 @@ mod tests {
         assert!(has_pair(
             &a,
             "-append",
-            "console=ttyS0 panic=-1 rdinit=/init"
+            "console=ttyS0 panic=-1 sysctl.kernel.hung_task_panic=1 rdinit=/init"
         ));
         assert!(has_pair(&a, "-device", "virtio-serial-pci"));
         assert!(has_pair(
