@@ -142,6 +142,10 @@ pub fn classify(b: &BootInput) -> Classified {
             });
         let fate = if is_fatal(s) && !session.done {
             "fatal"
+        } else if died {
+            // E.g. a hung task report, then the panic it led to
+            // (hung_task_panic) or another splat's.
+            "not fatal by itself"
         } else {
             "the kernel went on"
         };
@@ -602,6 +606,38 @@ mod tests {
             e.what
         );
         assert!(e.excerpt.contains("sysrq"));
+    }
+
+    /// The real console of a task asleep in the kernel for good (the fault
+    /// tests' hungtask, detector timeout 2 s): the hung task report, then
+    /// the panic that sysctl.kernel.hung_task_panic=1 (every guest's
+    /// command line) turns it into, and QEMU's exit on the reboot.
+    #[test]
+    fn crash_a_hung_task_report_and_the_panic_it_led_to() {
+        let t = tests(&[("hungtask", TestKind::Bench), ("after", TestKind::Shell)]);
+        let exit = QemuEnd { elapsed_s: 5.0, ..clean_exit() };
+        let c = run(
+            &t,
+            &exit,
+            &fixture("console-x86_64-hung-task.log"),
+            &fixture("results-x86_64-hung-task.log"),
+        );
+        assert_eq!(c.outcome, Outcome::Crash);
+        assert!(c.qemu_failure.is_none());
+        assert_eq!(c.tests[0].outcome, Outcome::Crash);
+        assert_eq!(c.tests[1].outcome, Outcome::Skip);
+        let what: Vec<&str> = c.evidence.iter().map(|e| e.what.as_str()).collect();
+        assert!(
+            what[0].starts_with("HungTask at console line")
+                && what[0].contains("while test hungtask ran (not fatal by itself): INFO: task hungtask:50 blocked for more than 2 seconds."),
+            "{what:?}"
+        );
+        assert!(c.evidence[0].excerpt.contains("state:D"), "{}", c.evidence[0].excerpt);
+        assert!(
+            what[1].starts_with("Panic at console line")
+                && what[1].ends_with("while test hungtask ran (fatal): Kernel panic - not syncing: hung_task: blocked tasks"),
+            "{what:?}"
+        );
     }
 
     /// The real console of an oops in a task already exiting (the fault
