@@ -554,13 +554,7 @@ mod tests {
     /// slow stretches (a boot median 1.5x the others).
     #[test]
     fn noise_from_a_real_aa_run() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-        let run = Run::load(std::path::Path::new(&format!("{dir}/tests/fixtures/runs/aa-1/results.json"))).unwrap();
-        let m = Matrix::parse(
-            "matrix.toml",
-            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
-        )
-        .unwrap();
+        let (run, m) = crate::report::compare::aa_fixture::fixture_run("aa-1");
         let n = noise(&[&run], &m);
         let keys: Vec<String> = n.keys().map(|(a, m)| format!("{a} {m}")).collect();
         assert_eq!(
@@ -591,13 +585,7 @@ mod tests {
     /// mostly cancels, and a comparison needs 11 pairs, not over 50 boots.
     #[test]
     fn paired_noise_is_what_is_left_once_a_shared_host_state_cancels() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-        let run = Run::load(std::path::Path::new(&format!("{dir}/tests/fixtures/runs/aa-host-phase/results.json"))).unwrap();
-        let m = Matrix::parse(
-            "matrix.toml",
-            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
-        )
-        .unwrap();
+        let (run, m) = crate::report::compare::aa_fixture::fixture_run("aa-host-phase");
         let n = noise(&[&run], &m);
         let x = &n[&("arm64".to_string(), "seccomp_notify.default.cross-cpu".to_string())];
         let (sd, df, pairs) = x.paired.expect("the fixture's boots ran in pairs");

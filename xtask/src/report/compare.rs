@@ -767,6 +767,14 @@ pub(crate) mod aa_fixture {
         assert!(md.contains("more than 50 boots a side for +-5%"), "{md}");
     }
 
+    /// A captured run from tests/fixtures/runs/NAME and the default matrix.
+    pub(crate) fn fixture_run(name: &str) -> (Run, Matrix) {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let run = Run::load(std::path::Path::new(&format!("{dir}/tests/fixtures/runs/{name}/results.json"))).unwrap();
+        let m = Matrix::parse("matrix.toml", &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap()).unwrap();
+        (run, m)
+    }
+
     pub(crate) fn sample_comparison() -> Comparison {
         Comparison {
             kind: ComparisonKind::Variants,
@@ -806,16 +814,7 @@ pub(crate) mod aa_fixture {
     /// different modes (+15.8%); paired boot by boot, the state cancels.
     #[test]
     fn boots_that_ran_in_pairs_are_compared_pair_by_pair() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-        let run = Run::load(std::path::Path::new(&format!(
-            "{dir}/tests/fixtures/runs/aa-host-phase/results.json"
-        )))
-        .unwrap();
-        let m = Matrix::parse(
-            "matrix.toml",
-            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
-        )
-        .unwrap();
+        let (run, m) = fixture_run("aa-host-phase");
         let cell = |id: &str| run.cells.iter().find(|c| c.id == id).unwrap();
         let (bc, nc) = (cell("6.1/base/arm64/tiny"), cell("6.1/base~aa/arm64/tiny"));
         let name = "seccomp_notify.default.cross-cpu";
@@ -836,7 +835,7 @@ pub(crate) mod aa_fixture {
         // Against a 3% minimum effect the same pairs are too noisy, and
         // say so in pairs: how much a pair's two boots differ (SD of the
         // log ratio, 5.15%: aa.rs checks it) and the pairs that would do.
-        let mut m3 = Matrix::parse("matrix.toml", &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap()).unwrap();
+        let (_, mut m3) = fixture_run("aa-host-phase");
         m3.metric.get_mut("seccomp_notify").unwrap().min_effect_pct = 3.0;
         let cs3 = compare(&run, &m3);
         let c3 = cs3.iter().find(|c| c.new_cell == nc.id && c.new_metric == name).unwrap();
@@ -879,16 +878,7 @@ pub(crate) mod aa_fixture {
     /// tests/fixtures/runs/sync-host-phases/README.)
     #[test]
     fn a_split_pair_is_judged_apart_in_each_state_of_the_host() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-        let run = Run::load(std::path::Path::new(&format!(
-            "{dir}/tests/fixtures/runs/sync-host-phases/results.json"
-        )))
-        .unwrap();
-        let m = Matrix::parse(
-            "matrix.toml",
-            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
-        )
-        .unwrap();
+        let (run, m) = fixture_run("sync-host-phases");
         let cs = compare(&run, &m);
         let claim = |cell: &str, metric: &str| -> Vec<&Comparison> {
             cs.iter()
