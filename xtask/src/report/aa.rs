@@ -247,16 +247,12 @@ pub fn pooled_noise(ss: f64, df: usize, min_effect_pct: f64, paired: bool) -> (f
 /// Sum of squares about their mean (and df) of the log ratios of the `q`
 /// quantile of paired boots: boot i of `new` over boot i of `base`.
 pub fn pair_log_ss(base: &[&[f64]], new: &[&[f64]], q: f64) -> (f64, usize) {
-    let d: Vec<f64> = base
+    let ratios: Vec<f64> = base
         .iter()
         .zip(new)
-        .map(|(b, n)| stats::location(n, q).ln() - stats::location(b, q).ln())
+        .map(|(b, n)| stats::location(n, q) / stats::location(b, q))
         .collect();
-    if d.len() < 2 {
-        return (0.0, 0);
-    }
-    let mean = d.iter().sum::<f64>() / d.len() as f64;
-    (d.iter().map(|x| (x - mean).powi(2)).sum(), d.len() - 1)
+    stats::log_ss(&ratios)
 }
 
 

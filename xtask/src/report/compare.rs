@@ -228,15 +228,16 @@ pub fn boot_noise(cells: &[&[&[f64]]], q: f64, min_effect_pct: f64) -> (Option<f
 }
 
 /// The host's state in each boot of cell `c` for a `[within.split]`: the
-/// split metric's per-boot median (None for a boot that did not report it),
-/// when the metric has one entry per boot of a pair with `boots` entries
-/// (`boot_sizes`; 0 for one boot). None: no such metric, so no split.
-fn host_states(
-    c: &CellResult,
-    sp: &crate::plan::matrix::WithinSplit,
+/// split metric (its unit, and its per-boot median, None for a boot that
+/// did not report it), when it has one entry per boot of a pair with
+/// `boots` entries (`boot_sizes`; 0 for one boot). None: no such metric,
+/// so no split.
+fn host_states<'a>(
+    c: &'a CellResult,
+    metric: &str,
     boots: usize,
-) -> Option<(SplitBy, Vec<Option<f64>>)> {
-    let sm = c.metrics.iter().find(|x| x.name == sp.metric && x.skip.is_none())?;
+) -> Option<(&'a str, Vec<Option<f64>>)> {
+    let sm = c.metrics.iter().find(|x| x.name == metric && x.skip.is_none())?;
     if sm.boot_sizes.len() != boots || sm.samples.is_empty() {
         return None;
     }
@@ -245,13 +246,7 @@ fn host_states(
         .iter()
         .map(|b| (!b.is_empty()).then(|| stats::location(b, 0.5)))
         .collect();
-    Some((SplitBy { metric: sp.metric.clone(), unit: sm.unit.clone(), at: sp.at }, values))
-}
-
-struct SplitBy {
-    metric: String,
-    unit: String,
-    at: f64,
+    Some((&sm.unit, values))
 }
 
 /// The metric as measured in the boots where `keep` is true (`keep` has an
@@ -297,8 +292,11 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
                     .iter()
                     .find(|x| x.name == format!("{}{suffix}", w.new))
                 {
-                    let states = w.split.as_ref().and_then(|sp| host_states(c, sp, bm.boot_sizes.len()));
-                    let Some((sp, values)) = states else {
+                    let states = w
+                        .split
+                        .as_ref()
+                        .and_then(|sp| Some((sp, host_states(c, &sp.metric, bm.boot_sizes.len())?)));
+                    let Some((sp, (unit, values))) = states else {
                         out.extend(make(ComparisonKind::Within, m, c, bm, c, nm, true).map(|mut x| {
                             x.reference = w.reference.clone();
                             x
@@ -307,25 +305,24 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
                     };
                     // The claim's state first, then the other; a state no
                     // boot was in has no comparison (boots_other = 0 says so).
+                    let seen: Vec<f64> = values.iter().flatten().copied().collect();
                     for above in [true, false] {
-                        let keep: Vec<bool> =
-                            values.iter().map(|v| v.is_some_and(|v| (v >= sp.at) == above)).collect();
-                        let n = keep.iter().filter(|k| **k).count();
-                        let other = values.iter().flatten().count() - n;
-                        if n == 0 {
+                        let side = |v: f64| (v >= sp.at) == above;
+                        let here: Vec<f64> = seen.iter().copied().filter(|&v| side(v)).collect();
+                        if here.is_empty() {
                             continue;
                         }
+                        let keep: Vec<bool> = values.iter().map(|v| v.is_some_and(side)).collect();
                         let (b, nw) = (select_boots(bm, &keep), select_boots(nm, &keep));
-                        let here: Vec<f64> = values.iter().zip(&keep).filter(|(_, k)| **k).filter_map(|(v, _)| *v).collect();
                         out.extend(make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(|mut x| {
                             x.reference = w.reference.clone();
                             x.split = Some(Split {
                                 metric: sp.metric.clone(),
-                                unit: sp.unit.clone(),
+                                unit: unit.to_string(),
                                 at: sp.at,
                                 above,
                                 median: stats::location(&here, 0.5),
-                                boots_other: other,
+                                boots_other: seen.len() - here.len(),
                             });
                             x
                         }));
