@@ -97,3 +97,12 @@ pub fn check(name: &str, actual: &[u8]) {
         out.display()
     );
 }
+
+/// A file of the repository, by its path from the top (tests read the
+/// checked-in matrix.toml and fixtures through this).
+pub fn repo_file(rel: &str) -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join(rel)
+}

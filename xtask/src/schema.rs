@@ -468,9 +468,9 @@ pub struct Split {
 impl Comparison {
     /// ", in the 12 boots where ..." for a split comparison, else "".
     pub fn split_note(&self) -> String {
-        self.split
-            .as_ref()
-            .map_or(String::new(), |s| format!(", in {}", s.label(self.boots_new)))
+        self.split.as_ref().map_or(String::new(), |s| {
+            format!(", in {}", s.label(self.boots_new))
+        })
     }
 }
 
@@ -478,7 +478,11 @@ impl Split {
     /// "the 12 boots where seccomp_notify.host.wake_gap >= 10 us (median
     /// 15.8; 6 boots below)", `boots` being this comparison's.
     pub fn label(&self, boots: usize) -> String {
-        let (this, other) = if self.above { (">=", "below") } else { ("<", "at or above") };
+        let (this, other) = if self.above {
+            (">=", "below")
+        } else {
+            ("<", "at or above")
+        };
         let which = match (self.boots_other, boots) {
             (0, 1) => "its one boot".to_string(),
             (0, _) => format!("all {boots} boots"),
@@ -655,7 +659,10 @@ mod tests {
         assert_eq!(serde_json::to_string(&c).unwrap(), COMPARISON_JSON);
         assert_eq!(c.quantile, 0.5);
         // Another quantile is written, and read back.
-        let p10 = Comparison { quantile: 0.1, ..c.clone() };
+        let p10 = Comparison {
+            quantile: 0.1,
+            ..c.clone()
+        };
         let j = serde_json::to_string(&p10).unwrap();
         assert!(j.ends_with(r#","quantile":0.1}"#), "{j}");
         assert_eq!(serde_json::from_str::<Comparison>(&j).unwrap(), p10);
@@ -690,17 +697,40 @@ mod tests {
             boots_other,
         };
         let w = "where seccomp_notify.host.wake_gap_pct";
-        assert_eq!(s(true, 2).label(16), format!("the 16 boots, {w} >= 17 % (median 38.1; 2 boots below)"));
-        assert_eq!(s(false, 16).label(2), format!("the 2 boots, {w} < 17 % (median 38.1; 16 boots at or above)"));
-        assert_eq!(s(false, 5).label(1), format!("1 boot, {w} < 17 % (median 38.1; 5 boots at or above)"));
-        assert_eq!(s(true, 1).label(5), format!("the 5 boots, {w} >= 17 % (median 38.1; 1 boot below)"));
-        assert_eq!(s(false, 0).label(18), format!("all 18 boots, {w} < 17 % (median 38.1; no boot at or above)"));
-        assert_eq!(s(true, 0).label(1), format!("its one boot, {w} >= 17 % (median 38.1; no boot below)"));
+        assert_eq!(
+            s(true, 2).label(16),
+            format!("the 16 boots, {w} >= 17 % (median 38.1; 2 boots below)")
+        );
+        assert_eq!(
+            s(false, 16).label(2),
+            format!("the 2 boots, {w} < 17 % (median 38.1; 16 boots at or above)")
+        );
+        assert_eq!(
+            s(false, 5).label(1),
+            format!("1 boot, {w} < 17 % (median 38.1; 5 boots at or above)")
+        );
+        assert_eq!(
+            s(true, 1).label(5),
+            format!("the 5 boots, {w} >= 17 % (median 38.1; 1 boot below)")
+        );
+        assert_eq!(
+            s(false, 0).label(18),
+            format!("all 18 boots, {w} < 17 % (median 38.1; no boot at or above)")
+        );
+        assert_eq!(
+            s(true, 0).label(1),
+            format!("its one boot, {w} >= 17 % (median 38.1; no boot below)")
+        );
         // In results.json only when set; older comparisons read as unsplit.
         let c: Comparison = serde_json::from_str(COMPARISON_JSON).unwrap();
         assert_eq!((c.split.as_ref(), c.split_note()), (None, String::new()));
-        let with = Comparison { split: Some(s(true, 2)), boots_new: 16, ..c };
-        let back: Comparison = serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+        let with = Comparison {
+            split: Some(s(true, 2)),
+            boots_new: 16,
+            ..c
+        };
+        let back: Comparison =
+            serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
         assert_eq!(back, with);
         assert!(back.split_note().starts_with(", in the 16 boots, where"));
     }

@@ -615,7 +615,10 @@ mod tests {
     #[test]
     fn crash_a_hung_task_report_and_the_panic_it_led_to() {
         let t = tests(&[("hungtask", TestKind::Bench), ("after", TestKind::Shell)]);
-        let exit = QemuEnd { elapsed_s: 5.0, ..clean_exit() };
+        let exit = QemuEnd {
+            elapsed_s: 5.0,
+            ..clean_exit()
+        };
         let c = run(
             &t,
             &exit,
@@ -632,7 +635,11 @@ mod tests {
                 && what[0].contains("while test hungtask ran (not fatal by itself): INFO: task hungtask:50 blocked for more than 2 seconds."),
             "{what:?}"
         );
-        assert!(c.evidence[0].excerpt.contains("state:D"), "{}", c.evidence[0].excerpt);
+        assert!(
+            c.evidence[0].excerpt.contains("state:D"),
+            "{}",
+            c.evidence[0].excerpt
+        );
         assert!(
             what[1].starts_with("Panic at console line")
                 && what[1].ends_with("while test hungtask ran (fatal): Kernel panic - not syncing: hung_task: blocked tasks"),
@@ -659,7 +666,12 @@ mod tests {
             ..clean_exit()
         };
         let t = tests(&[("deadtask", TestKind::Bench), ("after", TestKind::Shell)]);
-        let c = run(&t, &exit, &console, &fixture("results-x86_64-recursive-fault.log"));
+        let c = run(
+            &t,
+            &exit,
+            &console,
+            &fixture("results-x86_64-recursive-fault.log"),
+        );
         // Not QEMU's failure (the harness killed it), not a timeout.
         assert_eq!(c.outcome, Outcome::Crash);
         assert!(c.qemu_failure.is_none());
@@ -667,7 +679,8 @@ mod tests {
         assert_eq!(c.tests[1].outcome, Outcome::Skip);
         let what: Vec<&str> = c.evidence.iter().map(|e| e.what.as_str()).collect();
         assert!(
-            what[0].contains("NULL pointer dereference") && what[0].contains("while test deadtask ran"),
+            what[0].contains("NULL pointer dereference")
+                && what[0].contains("while test deadtask ran"),
             "{what:?}"
         );
         assert!(
@@ -676,7 +689,10 @@ mod tests {
         );
         // The same exit without the marker is QEMU killed by a signal it
         // was not sent by a timeout: its own failure.
-        let killed = QemuEnd { stopped_at: None, ..exit };
+        let killed = QemuEnd {
+            stopped_at: None,
+            ..exit
+        };
         assert!(killed.qemu_failed().is_some());
     }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::path::Path;
 
-use super::{Answer, BisectArgs, State};
+use super::{Answer, State};
 use crate::build::source::PatchInfo;
 use crate::plan::variants::prefix_name;
 use crate::report::stats;
@@ -28,32 +28,45 @@ fn patch_line(i: usize, n: usize, p: &PatchInfo) -> String {
     )
 }
 
+/// What a step's reproducer repeats of the bisect's command line.
+#[derive(Clone, Debug, Default)]
+pub struct Reproducer {
+    /// `--matrix` as given (None: the default matrix.toml).
+    pub matrix: Option<String>,
+    /// `--tree`, `--range`, `--rev`, `--series` as given.
+    pub source_flags: String,
+    pub kernel: Option<String>,
+    pub config: Option<String>,
+    /// Whether the bisect named its series (`--series-name`).
+    pub series_named: bool,
+}
+
 /// `cargo xtask matrix ...` that builds and runs what step `k` ran.
 pub fn step_reproducer(
-    a: &BisectArgs,
+    a: &Reproducer,
     series: &str,
     k: usize,
     arch: &str,
     tests: &[String],
 ) -> String {
     let mut s = String::from("cargo xtask matrix");
-    if a.opts.matrix != Path::new("matrix.toml") {
-        s += &format!(" --matrix {}", a.opts.matrix.display());
+    if let Some(m) = &a.matrix {
+        s += &format!(" --matrix {m}");
     }
-    s += &a.source.flags();
+    s += &a.source_flags;
     if let Some(kern) = &a.kernel {
         s += &format!(" --kernel {kern}");
     }
     if k == 0 {
         s += " --variant base";
     } else {
-        if a.source.series_name.is_some() {
+        if a.series_named {
             s += &format!(" --series-name {series}");
         }
         s += &format!(" --patches {k} --variant {series}");
     }
     s += &format!(" --arch {arch}");
-    if let Some(c) = &a.opts.config {
+    if let Some(c) = &a.config {
         s += &format!(" --config {c}");
     }
     for t in tests {

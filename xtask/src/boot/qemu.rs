@@ -48,7 +48,9 @@ pub fn keep_busy() -> bool {
 fn keep_cpu_busy(cpu: usize, done: &std::sync::atomic::AtomicBool) -> bool {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: tid 0 is this thread; the kernel only reads `param`.
-    if !set_affinity(0, cpu) || unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+    if !set_affinity(0, cpu)
+        || unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0
+    {
         return false;
     }
     while !done.load(std::sync::atomic::Ordering::Relaxed) {
@@ -464,8 +466,13 @@ mod tests {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            assert_eq!(libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set), 0);
-            (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+            assert_eq!(
+                libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
         }
     }
 
@@ -476,7 +483,14 @@ mod tests {
         assert_eq!(vcpu_of_thread("CPU 0/TCG\n"), Some(0));
         assert_eq!(vcpu_of_thread("CPU 254/TCG"), Some(254));
         assert_eq!(vcpu_of_thread("CPU 1/KVM"), Some(1));
-        for other in ["qemu-system-x86", "call_rcu", "worker", "CPU x/TCG", "CPU 0/", "CPU 0"] {
+        for other in [
+            "qemu-system-x86",
+            "call_rcu",
+            "worker",
+            "CPU x/TCG",
+            "CPU 0/",
+            "CPU 0",
+        ] {
             assert_eq!(vcpu_of_thread(other), None, "{other}");
         }
         assert_eq!(host_cpu_for(0, &[0, 1]), Some(0));
@@ -521,7 +535,11 @@ mod tests {
         for &tid in &tids {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap();
             match vcpu_of_thread(&comm) {
-                Some(v) => assert_eq!(affinity(tid), [host_cpu_for(v, &allowed).unwrap()], "{comm}"),
+                Some(v) => assert_eq!(
+                    affinity(tid),
+                    [host_cpu_for(v, &allowed).unwrap()],
+                    "{comm}"
+                ),
                 None => assert_eq!(affinity(tid), allowed, "{comm}"),
             }
         }
@@ -551,7 +569,10 @@ mod tests {
             let tid = rx.recv().unwrap();
             let start = Instant::now();
             while unsafe { libc::sched_getscheduler(tid) } != libc::SCHED_IDLE {
-                assert!(start.elapsed() < Duration::from_secs(5), "never became SCHED_IDLE");
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "never became SCHED_IDLE"
+                );
                 std::thread::sleep(Duration::from_millis(1));
             }
             assert_eq!(affinity(tid), [cpu]);
@@ -559,7 +580,13 @@ mod tests {
             // runnable) every time we look.
             for _ in 0..5 {
                 let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-                let state = stat.rsplit(')').next().unwrap().split_whitespace().next().unwrap();
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap()
+                    .split_whitespace()
+                    .next()
+                    .unwrap();
                 assert_eq!(state, "R", "{stat}");
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -573,7 +600,10 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             let never = &never;
-            s.spawn(move || tx.send(keep_cpu_busy(libc::CPU_SETSIZE as usize - 1, never)).unwrap());
+            s.spawn(move || {
+                tx.send(keep_cpu_busy(libc::CPU_SETSIZE as usize - 1, never))
+                    .unwrap()
+            });
             let r = rx.recv_timeout(Duration::from_secs(5));
             never.store(true, Ordering::Relaxed); // a spinning thread must not hang the test
             assert_eq!(r, Ok(false));
@@ -589,12 +619,22 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("c.log");
         let sh = |args: &[&str]| {
-            run("sh", &args.iter().map(|a| a.to_string()).collect::<Vec<_>>(), &log, Duration::from_secs(10), |_| {}).unwrap()
+            run(
+                "sh",
+                &args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                &log,
+                Duration::from_secs(10),
+                |_| {},
+            )
+            .unwrap()
         };
         // `sh -c CMD NAME`: NAME is only $0, there to look like QEMU's args.
         let e = sh(&["-c", "sleep 0.3", "kmatrix,debug-threads=on"]);
         assert_eq!(e.status, Some(0));
-        assert_eq!(e.busy_cpus, if keep_busy() { allowed_cpus().len() } else { 0 });
+        assert_eq!(
+            e.busy_cpus,
+            if keep_busy() { allowed_cpus().len() } else { 0 }
+        );
         assert_eq!(sh(&["-c", "true"]).busy_cpus, 0);
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -800,7 +800,9 @@ impl Matrix {
 
     /// The quantile comparisons of this metric use (0.5 unless declared).
     pub fn metric_quantile(&self, name: &str) -> f64 {
-        self.metric_decl(name).and_then(|m| m.quantile).unwrap_or(0.5)
+        self.metric_decl(name)
+            .and_then(|m| m.quantile)
+            .unwrap_or(0.5)
     }
 
     /// The test of `cell` that measured `metric`: the one whose name and a
@@ -808,7 +810,11 @@ impl Matrix {
     pub fn metric_test<'c>(&self, cell: &'c Cell, metric: &str) -> Option<&'c str> {
         cell.tests
             .iter()
-            .filter(|t| metric.strip_prefix(t.as_str()).is_some_and(|r| r.starts_with('.')))
+            .filter(|t| {
+                metric
+                    .strip_prefix(t.as_str())
+                    .is_some_and(|r| r.starts_with('.'))
+            })
             .max_by_key(|t| t.len())
             .map(String::as_str)
     }
@@ -1021,22 +1027,41 @@ reason = "r"
             e.starts_with("matrix.toml:18:") && e.contains("unknown variant `unit`"),
             "{e}"
         );
-        let e = parse_err(&GOOD.replace("tests = [\"t1\"]", "tests = [\"t1\"]\nboots = 6\nmax_boots = 4"));
+        let e = parse_err(&GOOD.replace(
+            "tests = [\"t1\"]",
+            "tests = [\"t1\"]\nboots = 6\nmax_boots = 4",
+        ));
         assert!(
             e.contains("run.max_boots = 4 is out of range, expected run.boots (6)..=50"),
             "{e}"
         );
         // A split must name another metric than the pair's, and a number.
         let within = |split: &str| {
-            format!("{GOOD}\n[[within]]\nbase = \"b.default.\"\nnew = \"b.sync.\"\nsplit = {split}\n")
+            format!(
+                "{GOOD}\n[[within]]\nbase = \"b.default.\"\nnew = \"b.sync.\"\nsplit = {split}\n"
+            )
         };
         let e = parse_err(&within("{ metric = \"b.sync.unpinned\", at = 20.0 }"));
-        assert!(e.contains("[within.split] metric `b.sync.unpinned` is one of the pair's own metrics"), "{e}");
+        assert!(
+            e.contains("[within.split] metric `b.sync.unpinned` is one of the pair's own metrics"),
+            "{e}"
+        );
         let e = parse_err(&within("{ metric = \"b.host.gap\", at = nan }"));
-        assert!(e.contains("b.sync. vs b.default.: [within.split] needs a metric name and a finite `at`"), "{e}");
-        let e = parse_err(&within("{ metric = \"b.host.gap\", at = 20.0, below = true }"));
+        assert!(
+            e.contains(
+                "b.sync. vs b.default.: [within.split] needs a metric name and a finite `at`"
+            ),
+            "{e}"
+        );
+        let e = parse_err(&within(
+            "{ metric = \"b.host.gap\", at = 20.0, below = true }",
+        ));
         assert!(e.contains("unknown field `below`"), "{e}");
-        assert!(Matrix::parse("matrix.toml", &within("{ metric = \"b.host.gap\", at = 20.0 }")).is_ok());
+        assert!(Matrix::parse(
+            "matrix.toml",
+            &within("{ metric = \"b.host.gap\", at = 20.0 }")
+        )
+        .is_ok());
         let e = parse_err(&GOOD.replace("outcome = \"fail\"", "outcome = 3"));
         assert!(
             e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"),
@@ -1080,11 +1105,18 @@ reason = "r"
         let e = parse_err(&text.replace("min_effect_pct = 2.0", "min_effect_pct = -1.0"));
         assert!(e.contains("min_effect_pct = -1"), "{e}");
         assert_eq!(m.metric_quantile("b.x.y"), 0.5);
-        let q = Matrix::parse("m.toml", &text.replace("target_ci_pct = 3.0", "quantile = 0.1")).unwrap();
+        let q = Matrix::parse(
+            "m.toml",
+            &text.replace("target_ci_pct = 3.0", "quantile = 0.1"),
+        )
+        .unwrap();
         assert_eq!(q.metric_quantile("b.x.y"), 0.1);
         assert_eq!(q.metric_quantile("b.z"), 0.5);
         let e = parse_err(&text.replace("target_ci_pct = 3.0", "quantile = 1.0"));
-        assert!(e.contains("[metric.b.x] quantile = 1 must be in (0, 1)"), "{e}");
+        assert!(
+            e.contains("[metric.b.x] quantile = 1 must be in (0, 1)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1124,7 +1156,10 @@ reason = "r"
         // The default matrix's boots, so what it detects is the default's.
         let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml");
         let d = Matrix::parse(default, &std::fs::read_to_string(default).unwrap()).unwrap();
-        assert_eq!((m.run.boots, m.run.max_boots), (d.run.boots, d.run.max_boots));
+        assert_eq!(
+            (m.run.boots, m.run.max_boots),
+            (d.run.boots, d.run.max_boots)
+        );
         for (name, spec) in &m.series {
             let s = crate::build::source::Series::load(
                 name,
@@ -1163,7 +1198,15 @@ reason = "r"
         // stop after 3, the correctness tests after 1. A wide cell (only
         // mm_cid) stops when mm_cid does; --boots 2 caps everything.
         let cell = |variant: &str, config: &str| {
-            cells.iter().find(|c| c.kernel == "6.12" && c.variant == variant && c.config == config && c.arch == Arch::X86_64).unwrap()
+            cells
+                .iter()
+                .find(|c| {
+                    c.kernel == "6.12"
+                        && c.variant == variant
+                        && c.config == config
+                        && c.arch == Arch::X86_64
+                })
+                .unwrap()
         };
         let run_boots = m.run.boots;
         assert!(run_boots > 3);
@@ -1179,7 +1222,10 @@ reason = "r"
         // boot: seccomp_notify, not rseq (first 3) nor rseq_own's metrics
         // under the rseq prefix.
         let tiny = cell("base", "tiny");
-        assert_eq!(m.metric_test(tiny, "rseq_own.cpu_id.rseq"), Some("rseq_own"));
+        assert_eq!(
+            m.metric_test(tiny, "rseq_own.cpu_id.rseq"),
+            Some("rseq_own")
+        );
         assert_eq!(m.metric_test(tiny, "rseq.cpu_id.rseq"), Some("rseq"));
         assert_eq!(m.metric_test(tiny, "seccomp_notifyx.a"), None);
         assert!(m.measured_in_boot(tiny, "seccomp_notify.default.unpinned", 7));

@@ -240,7 +240,11 @@ pub fn pooled_noise(ss: f64, df: usize, min_effect_pct: f64, paired: bool) -> (f
     let h = (1.0 + min_effect_pct / 100.0).ln();
     (
         100.0 * (sd.exp() - 1.0),
-        if paired { pairs_needed(sd, h) } else { boots_needed(sd, h) },
+        if paired {
+            pairs_needed(sd, h)
+        } else {
+            boots_needed(sd, h)
+        },
     )
 }
 
@@ -255,7 +259,6 @@ pub fn pair_log_ss(base: &[&[f64]], new: &[&[f64]], q: f64) -> (f64, usize) {
     stats::log_ss(&ratios)
 }
 
-
 /// Per (arch, metric): the boot-to-boot noise of the A/A runs' cells (base
 /// and base~aa both: the same kernel), for every compared metric with at
 /// least two boots.
@@ -267,9 +270,19 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
         // The twin against its base, pair by pair, where the boots paired.
         for t in run.cells.iter().filter(|c| c.variant == AA_VARIANT) {
             let base_id = t.id.replacen(&format!("/{AA_VARIANT}/"), "/base/", 1);
-            let Some(b) = run.cells.iter().find(|c| c.id == base_id) else { continue };
-            for tm in t.metrics.iter().filter(|x| x.skip.is_none() && m.compared(&x.name)) {
-                let Some(bm) = b.metrics.iter().find(|x| x.name == tm.name && x.skip.is_none()) else {
+            let Some(b) = run.cells.iter().find(|c| c.id == base_id) else {
+                continue;
+            };
+            for tm in t
+                .metrics
+                .iter()
+                .filter(|x| x.skip.is_none() && m.compared(&x.name))
+            {
+                let Some(bm) = b
+                    .metrics
+                    .iter()
+                    .find(|x| x.name == tm.name && x.skip.is_none())
+                else {
                     continue;
                 };
                 let (bb, tb) = (bm.by_boot(), tm.by_boot());
@@ -277,13 +290,16 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
                     continue;
                 }
                 let (ss, df) = pair_log_ss(&bb, &tb, m.metric_quantile(&tm.name));
-                let e = pairs.entry((t.arch.to_string(), tm.name.clone())).or_default();
+                let e = pairs
+                    .entry((t.arch.to_string(), tm.name.clone()))
+                    .or_default();
                 e.0 += ss;
                 e.1 += df;
             }
         }
         let has_twin = |c: &CellResult| {
-            let twin = c.id.replacen(&format!("/{}/", c.variant), &format!("/{AA_VARIANT}/"), 1);
+            let twin =
+                c.id.replacen(&format!("/{}/", c.variant), &format!("/{AA_VARIANT}/"), 1);
             c.variant == "base" && run.cells.iter().any(|x| x.id == twin)
         };
         for c in run
@@ -291,7 +307,11 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
             .iter()
             .filter(|c| c.variant == AA_VARIANT || has_twin(c))
         {
-            for metric in c.metrics.iter().filter(|x| x.skip.is_none() && m.compared(&x.name)) {
+            for metric in c
+                .metrics
+                .iter()
+                .filter(|x| x.skip.is_none() && m.compared(&x.name))
+            {
                 let boots = metric.by_boot();
                 if boots.len() < 2 {
                     continue;
@@ -299,7 +319,9 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
                 let q = m.metric_quantile(&metric.name);
                 let per_boot: Vec<f64> = boots.iter().map(|b| stats::location(b, q)).collect();
                 let (ss, df) = stats::log_ss(&per_boot);
-                let e = acc.entry((c.arch.to_string(), metric.name.clone())).or_default();
+                let e = acc
+                    .entry((c.arch.to_string(), metric.name.clone()))
+                    .or_default();
                 e.0 += ss;
                 e.1 += df;
             }
@@ -518,7 +540,10 @@ mod tests {
         let s = text(&t);
         assert!(s.starts_with("arm64: 19 A/A comparisons from 1 runs: 15 no change (78.9%), 4 too noisy, 0 too few samples, 0 false alarms (0.0%"), "{s}");
         // (18 x 3 + 12) / 19 = 3.47 boots a side.
-        assert!(s.contains("  boots a side: 3.5 on average, at most 12\n"), "{s}");
+        assert!(
+            s.contains("  boots a side: 3.5 on average, at most 12\n"),
+            "{s}"
+        );
         assert!(
             s.contains("  goal \"no change\" >= 80% (78.9%): NOT MET\n"),
             "{s}"
@@ -533,13 +558,20 @@ mod tests {
         let h = 1.05_f64.ln();
         // No noise: the fewest boots that give a CI at all.
         assert_eq!(boots_needed(0.0, h), Some(2));
-        let (a, b) = (boots_needed(0.02, h).unwrap(), boots_needed(0.04, h).unwrap());
+        let (a, b) = (
+            boots_needed(0.02, h).unwrap(),
+            boots_needed(0.04, h).unwrap(),
+        );
         assert!((3..=6).contains(&a), "{a}");
         // Twice the noise, about four times the boots.
         assert!(b >= 3 * a && b <= 5 * a, "{a} {b}");
         assert_eq!(boots_needed(0.5, h), None);
         // t(0.975) for 4 df is 2.776 (tables).
-        assert!((stats::t975(4.0) - 2.776).abs() < 0.001, "{}", stats::t975(4.0));
+        assert!(
+            (stats::t975(4.0) - 2.776).abs() < 0.001,
+            "{}",
+            stats::t975(4.0)
+        );
     }
 
     /// A real `matrix --aa --test seccomp_notify` run (6.1, 3 boots a cell,
@@ -564,12 +596,21 @@ mod tests {
                 "x86_64 seccomp_notify.default.unpinned",
             ]
         );
-        let x = &n[&("x86_64".to_string(), "seccomp_notify.default.same-cpu".to_string())];
+        let x = &n[&(
+            "x86_64".to_string(),
+            "seccomp_notify.default.same-cpu".to_string(),
+        )];
         assert_eq!((x.df, x.quantile, x.min_effect_pct), (4, 0.5, 5.0));
         assert!((x.sd_pct - 18.1736).abs() < 0.001, "{x:?}");
-        let a = &n[&("arm64".to_string(), "seccomp_notify.default.same-cpu".to_string())];
+        let a = &n[&(
+            "arm64".to_string(),
+            "seccomp_notify.default.same-cpu".to_string(),
+        )];
         assert!((a.sd_pct - 1.0761).abs() < 0.001, "{a:?}");
-        assert_eq!(x.boots_needed, boots_needed((1.0 + x.sd_pct / 100.0).ln(), 1.05_f64.ln()));
+        assert_eq!(
+            x.boots_needed,
+            boots_needed((1.0 + x.sd_pct / 100.0).ln(), 1.05_f64.ln())
+        );
         assert_eq!(x.boots_needed, None);
         let t = noise_text(&n);
         assert!(t.contains("x86_64 seccomp_notify.default.same-cpu: median varies 18.2% (SD) from boot to boot (4 df)"), "{t}");
@@ -583,7 +624,10 @@ mod tests {
     fn paired_noise_is_what_is_left_once_a_shared_host_state_cancels() {
         let (run, m) = crate::report::compare::aa_fixture::fixture_run("aa-host-phase");
         let n = noise(&[&run], &m);
-        let x = &n[&("arm64".to_string(), "seccomp_notify.default.cross-cpu".to_string())];
+        let x = &n[&(
+            "arm64".to_string(),
+            "seccomp_notify.default.cross-cpu".to_string(),
+        )];
         let (sd, df, pairs) = x.paired.expect("the fixture's boots ran in pairs");
         assert_eq!(df, 17);
         // 17 of the 18 pairs agree within 2%; one pair straddles the
@@ -591,7 +635,8 @@ mod tests {
         // (Python's statistics.stdev of the 18 log ratios gives the same).
         assert!(x.sd_pct > 11.0 && (sd - 5.1504).abs() < 0.001, "{x:?}");
         assert_eq!((pairs, x.boots_needed), (Some(11), None), "{x:?}");
-        assert!(noise_text(&n).contains("in pairs of boots (base~aa over base, boot by boot): the ratio varies"));
+        assert!(noise_text(&n)
+            .contains("in pairs of boots (base~aa over base, boot by boot): the ratio varies"));
         // The same ratio SD needs fewer pairs than boots a side (n-1 df,
         // one difference per pair, against two independent means), and
         // more pairs as it grows; none past 50.

@@ -11,7 +11,9 @@
 
 use crate::plan::matrix::Matrix;
 use crate::report::stats;
-use crate::schema::{Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Split, Verdict};
+use crate::schema::{
+    Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Split, Verdict,
+};
 
 pub const ALPHA: f64 = 0.05;
 pub const RESAMPLES: usize = 10_000;
@@ -237,7 +239,10 @@ fn host_states<'a>(
     metric: &str,
     boots: usize,
 ) -> Option<(&'a str, Vec<Option<f64>>)> {
-    let sm = c.metrics.iter().find(|x| x.name == metric && x.skip.is_none())?;
+    let sm = c
+        .metrics
+        .iter()
+        .find(|x| x.name == metric && x.skip.is_none())?;
     if sm.boot_sizes.len() != boots || sm.samples.is_empty() {
         return None;
     }
@@ -253,7 +258,11 @@ fn host_states<'a>(
 /// entry per boot, as `boot_sizes` or a single boot).
 fn select_boots(x: &Metric, keep: &[bool]) -> Metric {
     let boots = x.by_boot();
-    let mut out = Metric { samples: vec![], boot_sizes: vec![], ..x.clone() };
+    let mut out = Metric {
+        samples: vec![],
+        boot_sizes: vec![],
+        ..x.clone()
+    };
     for (b, _) in boots.iter().zip(keep).filter(|(_, k)| **k) {
         out.samples.extend_from_slice(b);
         out.boot_sizes.push(b.len());
@@ -292,15 +301,16 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
                     .iter()
                     .find(|x| x.name == format!("{}{suffix}", w.new))
                 {
-                    let states = w
-                        .split
-                        .as_ref()
-                        .and_then(|sp| Some((sp, host_states(c, &sp.metric, bm.boot_sizes.len())?)));
+                    let states = w.split.as_ref().and_then(|sp| {
+                        Some((sp, host_states(c, &sp.metric, bm.boot_sizes.len())?))
+                    });
                     let Some((sp, (unit, values))) = states else {
-                        out.extend(make(ComparisonKind::Within, m, c, bm, c, nm, true).map(|mut x| {
-                            x.reference = w.reference.clone();
-                            x
-                        }));
+                        out.extend(make(ComparisonKind::Within, m, c, bm, c, nm, true).map(
+                            |mut x| {
+                                x.reference = w.reference.clone();
+                                x
+                            },
+                        ));
                         continue;
                     };
                     // The claim's state first, then the other; a state no
@@ -314,18 +324,20 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
                         }
                         let keep: Vec<bool> = values.iter().map(|v| v.is_some_and(side)).collect();
                         let (b, nw) = (select_boots(bm, &keep), select_boots(nm, &keep));
-                        out.extend(make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(|mut x| {
-                            x.reference = w.reference.clone();
-                            x.split = Some(Split {
-                                metric: sp.metric.clone(),
-                                unit: unit.to_string(),
-                                at: sp.at,
-                                above,
-                                median: stats::location(&here, 0.5),
-                                boots_other: seen.len() - here.len(),
-                            });
-                            x
-                        }));
+                        out.extend(make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(
+                            |mut x| {
+                                x.reference = w.reference.clone();
+                                x.split = Some(Split {
+                                    metric: sp.metric.clone(),
+                                    unit: unit.to_string(),
+                                    at: sp.at,
+                                    above,
+                                    median: stats::location(&here, 0.5),
+                                    boots_other: seen.len() - here.len(),
+                                });
+                                x
+                            },
+                        ));
                     }
                 }
             }
@@ -345,12 +357,12 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
             };
             for nm in nc.metrics.iter().filter(|x| x.name.starts_with(&a.metrics)) {
                 if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                    out.extend(
-                        make(ComparisonKind::Variants, m, bc, bm, nc, nm, true).map(|mut x| {
+                    out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm, true).map(
+                        |mut x| {
                             x.reference = a.reference.clone();
                             x
-                        }),
-                    );
+                        },
+                    ));
                 }
             }
         }
@@ -534,11 +546,13 @@ mod tests {
             base.iter().map(|v| &v[..]).collect(),
             new.iter().map(|v| &v[..]).collect(),
         );
-        let (_, p, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 1.0, 0.5).unwrap();
+        let (_, p, v, _, _) =
+            compare_boots(&b, &n, Pairing::None, Better::Lower, 1.0, 0.5).unwrap();
         assert!(p > 0.5, "{p}");
         assert_ne!(v, Verdict::Regressed);
         // Paired (two metrics of the same boots): the boot shifts cancel.
-        let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::SameBoots, Better::Lower, 1.0, 0.5).unwrap();
+        let (ci, _, v, _, _) =
+            compare_boots(&b, &n, Pairing::SameBoots, Better::Lower, 1.0, 0.5).unwrap();
         assert!(ci.lo > 0.0, "{ci:?}");
         assert_eq!(v, Verdict::Regressed);
     }
@@ -703,8 +717,10 @@ pub(crate) mod aa_fixture {
 
     fn verdict(metric: &str, q: f64) -> (stats::ChangeCi, Verdict) {
         let (b, n) = (boots("base", metric), boots("aa", metric));
-        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) =
-            (b.iter().map(|v| &v[..]).collect(), n.iter().map(|v| &v[..]).collect());
+        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
+            b.iter().map(|v| &v[..]).collect(),
+            n.iter().map(|v| &v[..]).collect(),
+        );
         let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, q).unwrap();
         (ci, v)
     }
@@ -721,7 +737,10 @@ pub(crate) mod aa_fixture {
         assert!(ci.hi - ci.lo > 40.0, "{ci:?}");
         assert!(ci10.hi - ci10.lo < 8.0, "{ci10:?}");
         assert!(ci10.lo < 0.0 && ci10.hi > 0.0, "{ci10:?}");
-        assert!(!matches!(v10, Verdict::Improved | Verdict::Regressed), "{v10:?}");
+        assert!(
+            !matches!(v10, Verdict::Improved | Verdict::Regressed),
+            "{v10:?}"
+        );
         // Cross-CPU round trips also move between boots at their low end
         // (p5 98.6..114.3 us on both sides): p10 narrows the CI there less.
         let (cc, _) = verdict("seccomp_notify.default.cross-cpu", 0.5);
@@ -736,8 +755,10 @@ pub(crate) mod aa_fixture {
     fn too_noisy_says_the_boot_spread_and_the_boots_it_would_take() {
         let m = "seccomp_notify.default.cross-cpu";
         let (b, n) = (boots("base", m), boots("aa", m));
-        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) =
-            (b.iter().map(|v| &v[..]).collect(), n.iter().map(|v| &v[..]).collect());
+        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
+            b.iter().map(|v| &v[..]).collect(),
+            n.iter().map(|v| &v[..]).collect(),
+        );
         let (sd, needed) = boot_noise(&[&b, &n], 0.1, 5.0);
         let sd = sd.unwrap();
         // p10 of the 12 boots: 99.7..120.3 us (see the fixture).
@@ -757,18 +778,30 @@ pub(crate) mod aa_fixture {
         };
         let md = markdown(&[c.clone()]);
         assert!(
-            md.contains(&format!("too noisy to judge (boots vary {sd:.1}%: about {needed} boots a side for +-5%)")),
+            md.contains(&format!(
+                "too noisy to judge (boots vary {sd:.1}%: about {needed} boots a side for +-5%)"
+            )),
             "{md}"
         );
-        let md = markdown(&[Comparison { boots_needed: None, ..c }]);
+        let md = markdown(&[Comparison {
+            boots_needed: None,
+            ..c
+        }]);
         assert!(md.contains("more than 50 boots a side for +-5%"), "{md}");
     }
 
     /// A captured run from tests/fixtures/runs/NAME and the default matrix.
     pub(crate) fn fixture_run(name: &str) -> (Run, Matrix) {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-        let run = Run::load(std::path::Path::new(&format!("{dir}/tests/fixtures/runs/{name}/results.json"))).unwrap();
-        let m = Matrix::parse("matrix.toml", &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap()).unwrap();
+        let run = Run::load(std::path::Path::new(&format!(
+            "{dir}/tests/fixtures/runs/{name}/results.json"
+        )))
+        .unwrap();
+        let m = Matrix::parse(
+            "matrix.toml",
+            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
+        )
+        .unwrap();
         (run, m)
     }
 
@@ -828,23 +861,38 @@ pub(crate) mod aa_fixture {
             .unwrap();
         assert_eq!(c.p_test, PTest::PairedBootMedians);
         assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
-        assert!(c.pct_change.abs() < 2.0 && c.ci95_lo > -5.0 && c.ci95_hi < 5.0, "{c:?}");
+        assert!(
+            c.pct_change.abs() < 2.0 && c.ci95_lo > -5.0 && c.ci95_hi < 5.0,
+            "{c:?}"
+        );
         // Against a 3% minimum effect the same pairs are too noisy, and
         // say so in pairs: how much a pair's two boots differ (SD of the
         // log ratio, 5.15%: aa.rs checks it) and the pairs that would do.
         let (_, mut m3) = fixture_run("aa-host-phase");
         m3.metric.get_mut("seccomp_notify").unwrap().min_effect_pct = 3.0;
         let cs3 = compare(&run, &m3);
-        let c3 = cs3.iter().find(|c| c.new_cell == nc.id && c.new_metric == name).unwrap();
+        let c3 = cs3
+            .iter()
+            .find(|c| c.new_cell == nc.id && c.new_metric == name)
+            .unwrap();
         assert_eq!(c3.verdict, Verdict::TooNoisy, "{c3:?}");
         assert!((c3.boot_sd_pct.unwrap() - 5.150).abs() < 0.01, "{c3:?}");
         let pairs = c3.boots_needed.unwrap();
-        assert_eq!(Some(pairs as usize), crate::report::aa::pairs_needed(1.0515_f64.ln(), 1.03_f64.ln()));
+        assert_eq!(
+            Some(pairs as usize),
+            crate::report::aa::pairs_needed(1.0515_f64.ln(), 1.03_f64.ln())
+        );
         let md = markdown(&[c3.clone()]);
-        assert!(md.contains(&format!("(pairs of boots differ 5.2%: about {pairs} pairs for +-3%)")), "{md}");
+        assert!(
+            md.contains(&format!(
+                "(pairs of boots differ 5.2%: about {pairs} pairs for +-3%)"
+            )),
+            "{md}"
+        );
         // The same boots taken as unpaired: the pooled medians sit in the
         // two modes, and the boots' spread leaves it too noisy.
-        let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, 0.5).unwrap();
+        let (ci, _, v, _, _) =
+            compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, 0.5).unwrap();
         assert_eq!(v, Verdict::TooNoisy);
         assert!(ci.pct_change > 10.0, "{ci:?}");
         // Cells booted one after the other are not pairs; nor is a cell
@@ -860,7 +908,11 @@ pub(crate) mod aa_fixture {
         let (mut tb, mut tn) = (bc.clone(), nc.clone());
         for (b, n) in tb.boots.iter_mut().zip(tn.boots.iter_mut()) {
             let first = 2 * b.boot - 1;
-            (b.seq, n.seq) = if b.boot % 2 == 1 { (first, first + 1) } else { (first + 1, first) };
+            (b.seq, n.seq) = if b.boot % 2 == 1 {
+                (first, first + 1)
+            } else {
+                (first + 1, first)
+            };
         }
         assert!(interleaved(&tb, &tn, 18, 18));
     }
@@ -879,7 +931,9 @@ pub(crate) mod aa_fixture {
         let cs = compare(&run, &m);
         let claim = |cell: &str, metric: &str| -> Vec<&Comparison> {
             cs.iter()
-                .filter(|c| c.new_cell == cell && c.new_metric == metric && c.kind == ComparisonKind::Within)
+                .filter(|c| {
+                    c.new_cell == cell && c.new_metric == metric && c.kind == ComparisonKind::Within
+                })
                 .collect()
         };
         let x86 = "6.1/seccomp-sync-wakeup/x86_64/tiny";
@@ -888,7 +942,10 @@ pub(crate) mod aa_fixture {
         let (hi, lo) = (unpinned[0], unpinned[1]);
         let (shi, slo) = (hi.split.as_ref().unwrap(), lo.split.as_ref().unwrap());
         assert!(shi.above && !slo.above);
-        assert_eq!((hi.boots_new, shi.boots_other, lo.boots_new, slo.boots_other), (7, 11, 11, 7));
+        assert_eq!(
+            (hi.boots_new, shi.boots_other, lo.boots_new, slo.boots_other),
+            (7, 11, 11, 7)
+        );
         assert_eq!(hi.p_test, PTest::MannWhitney, "same boots: paired samples");
         assert_eq!(hi.verdict, Verdict::Improved, "{hi:?}");
         assert!(hi.pct_change < -20.0 && hi.ci95_hi < -15.0, "{hi:?}");
@@ -897,10 +954,22 @@ pub(crate) mod aa_fixture {
         assert!(shi.median > 40.0 && slo.median < 10.0, "{shi:?} {slo:?}");
         // Each state's comparison holds only its boots' samples.
         let all = |name: &str| {
-            run.cells.iter().find(|c| c.id == x86).unwrap().metrics.iter().find(|x| x.name == name).unwrap().samples.len()
+            run.cells
+                .iter()
+                .find(|c| c.id == x86)
+                .unwrap()
+                .metrics
+                .iter()
+                .find(|x| x.name == name)
+                .unwrap()
+                .samples
+                .len()
         };
         assert_eq!(hi.n_new + lo.n_new, all("seccomp_notify.sync.unpinned"));
-        assert_eq!(hi.n_base + lo.n_base, all("seccomp_notify.default.unpinned"));
+        assert_eq!(
+            hi.n_base + lo.n_base,
+            all("seccomp_notify.default.unpinned")
+        );
         assert_eq!(
             markdown(&[hi.clone()]).lines().nth(5).unwrap().split(" | ").next().unwrap(),
             "| 6.1/seccomp-sync-wakeup/x86_64/tiny seccomp_notify.sync.unpinned, in the 7 boots, where \
@@ -913,19 +982,33 @@ pub(crate) mod aa_fixture {
         // arm64 stayed in the cheap state: one comparison, over all 6 boots,
         // which says the other state was never seen, and which the schedule
         // boots on for.
-        let arm = claim("6.1/seccomp-sync-wakeup/arm64/tiny", "seccomp_notify.sync.unpinned");
+        let arm = claim(
+            "6.1/seccomp-sync-wakeup/arm64/tiny",
+            "seccomp_notify.sync.unpinned",
+        );
         assert_eq!(arm.len(), 1, "{arm:?}");
         let s = arm[0].split.as_ref().unwrap();
-        assert!(!s.above && s.boots_other == 0 && arm[0].boots_new == 6, "{s:?}");
+        assert!(
+            !s.above && s.boots_other == 0 && arm[0].boots_new == 6,
+            "{s:?}"
+        );
         assert!(arm[0].split_note().contains("all 6 boots, where seccomp_notify.host.wake_gap_pct < 17 % (median 11.3; no boot at or above)"), "{}", arm[0].split_note());
         let more = crate::runner::schedule::undecided(&cs, |_, _| true);
-        assert!(more.iter().any(|(id, c)| *id == arm[0].new_cell && c.split.is_some()), "{more:?}");
+        assert!(
+            more.iter()
+                .any(|(id, c)| *id == arm[0].new_cell && c.split.is_some()),
+            "{more:?}"
+        );
         // Base vs series is not split (no [within.split] there); neither is
         // a pair whose cell lacks the split metric: one comparison, no split.
-        assert!(cs.iter().filter(|c| c.kind == ComparisonKind::Variants).all(|c| c.split.is_none()));
+        assert!(cs
+            .iter()
+            .filter(|c| c.kind == ComparisonKind::Variants)
+            .all(|c| c.split.is_none()));
         let mut old = run.clone();
         for c in old.cells.iter_mut() {
-            c.metrics.retain(|x| !x.name.starts_with("seccomp_notify.host.wake_gap"));
+            c.metrics
+                .retain(|x| !x.name.starts_with("seccomp_notify.host.wake_gap"));
         }
         let plain = compare(&old, &m);
         let one: Vec<&Comparison> = plain
@@ -934,6 +1017,11 @@ pub(crate) mod aa_fixture {
             .collect();
         assert_eq!(one.len(), 1);
         assert!(one[0].split.is_none() && one[0].boots_new == 18);
-        assert_ne!(one[0].verdict, Verdict::Improved, "pooled over both states: {:?}", one[0]);
+        assert_ne!(
+            one[0].verdict,
+            Verdict::Improved,
+            "pooled over both states: {:?}",
+            one[0]
+        );
     }
 }

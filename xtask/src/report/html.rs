@@ -327,7 +327,13 @@ fn comparison_sentence(c: &Comparison) -> String {
     let against = match c.kind {
         ComparisonKind::Variants => format!("{} vs {}", c.new_cell, c.base_cell),
         ComparisonKind::Within => {
-            format!("{} vs {} in {}{}", c.new_metric, c.base_metric, c.new_cell, c.split_note())
+            format!(
+                "{} vs {} in {}{}",
+                c.new_metric,
+                c.base_metric,
+                c.new_cell,
+                c.split_note()
+            )
         }
     };
     format!(
@@ -438,7 +444,9 @@ pub fn html(run: &Run) -> String {
         );
         for c in &run.comparisons {
             let base = match c.kind {
-                ComparisonKind::Within => format!("{} (same cell{})", c.base_metric, c.split_note()),
+                ComparisonKind::Within => {
+                    format!("{} (same cell{})", c.base_metric, c.split_note())
+                }
                 ComparisonKind::Variants => c.base_cell.clone(),
             };
             let _ = write!(

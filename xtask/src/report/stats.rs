@@ -196,7 +196,10 @@ pub fn paired_log_change_ci(d: &[f64]) -> Option<ChangeCi> {
 fn mean_var(x: &[f64]) -> (f64, f64) {
     let n = x.len() as f64;
     let mean = x.iter().sum::<f64>() / n;
-    (mean, x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0))
+    (
+        mean,
+        x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0),
+    )
 }
 
 /// One-sample (paired) t-test of mean zero, two-sided: `(t, df, p)` for
@@ -672,7 +675,10 @@ pub fn log_ss(values: &[f64]) -> (f64, usize) {
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
     let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-    (logs.iter().map(|x| (x - mean).powi(2)).sum(), logs.len() - 1)
+    (
+        logs.iter().map(|x| (x - mean).powi(2)).sum(),
+        logs.len() - 1,
+    )
 }
 
 /// The `q` quantile of `xs` (numpy's linear method); 0.5 is the median.

@@ -12,7 +12,9 @@
 //! Drivers (matrix, bisect, sweep) call these functions and decide what to
 //! run; this module decides nothing about which cells.
 
+pub mod driver;
 pub mod events;
+pub mod policy;
 pub mod schedule;
 
 use std::cell::RefCell;
@@ -51,6 +53,8 @@ pub struct Ctx<'a> {
     pub max_boots: Option<u32>,
     /// The matrix file as given on the command line, for reproducers.
     pub matrix_path: Option<String>,
+    /// How guests run on this host (pinning, keep-busy, accelerator, ...).
+    pub policy: policy::Policy,
     accel: accel::Chooser,
     trees: RefCell<HashMap<String, Rc<Trees>>>,
     /// Boots run so far by this driver (BootRecord::seq).
@@ -75,6 +79,7 @@ impl<'a> Ctx<'a> {
         repo_root: PathBuf,
         cache: &'a Cache,
         run_dir: PathBuf,
+        policy: policy::Policy,
     ) -> Ctx<'a> {
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
         let accel = accel::Chooser::new(cache.dir(&["probe"]));
@@ -89,6 +94,7 @@ impl<'a> Ctx<'a> {
             boots: None,
             max_boots: None,
             matrix_path: None,
+            policy,
             accel,
             trees: Default::default(),
             boot_seq: Default::default(),
@@ -481,7 +487,65 @@ struct Prepared {
     skipped: Vec<TestResult>,
 }
 
-/// Source, config, build and rootfs. Err(result): a recorded failure.
+/// Why a phase of `prepare` stopped: a failure of the cell (its outcome
+/// and evidence: a patch that does not apply, a config or build error),
+/// or of the harness itself (becomes `infra-error`).
+enum Stop {
+    Cell(Outcome, Evidence),
+    Harness(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Stop {
+    fn from(e: anyhow::Error) -> Stop {
+        Stop::Harness(e)
+    }
+}
+
+impl From<std::io::Error> for Stop {
+    fn from(e: std::io::Error) -> Stop {
+        Stop::Harness(e.into())
+    }
+}
+
+type Phased<T> = std::result::Result<T, Stop>;
+
+fn stop<T>(outcome: Outcome, e: Evidence) -> Phased<T> {
+    Err(Stop::Cell(outcome, e))
+}
+
+/// The source phase's product: the trees of the kernel, the variant's
+/// commit and the one the selftests come from.
+struct Source {
+    trees: Rc<Trees>,
+    commit: String,
+    test_commit: String,
+    /// The commit's kernel tree without tools/ (the build's cache key).
+    kernel_id: String,
+    /// Whether the build tree is at `commit` yet: it is switched only when
+    /// something is built from it (a config or a kernel not in the cache).
+    switched: std::cell::Cell<bool>,
+}
+
+impl Source {
+    fn checkout(&self) -> Result<()> {
+        if !self.switched.get() {
+            self.trees.checkout_build(&self.commit)?;
+            self.switched.set(true);
+        }
+        Ok(())
+    }
+}
+
+/// What the tests are about (`needs`): the symbols this kernel lacks and
+/// the tests skipped for it.
+struct Needs {
+    absent: Vec<String>,
+    skipped: Vec<TestResult>,
+}
+
+/// Source, config, needs, build, accelerator, guest programs, initramfs:
+/// each phase returns its product or stops the cell. Err(result): a
+/// recorded failure.
 fn prepare(
     ctx: &Ctx,
     cell: &Cell,
@@ -489,34 +553,102 @@ fn prepare(
     dir: &Path,
 ) -> Result<std::result::Result<Prepared, CellResult>> {
     let mut r = new_result(cell, ctx);
-    // --- source: the variant's commit, and the one the selftests come from.
+    match phases(ctx, cell, ev, dir, &mut r) {
+        Ok(p) => Ok(Ok(p)),
+        Err(Stop::Cell(outcome, e)) => Ok(Err(failed(r, outcome, e))),
+        Err(Stop::Harness(e)) => Err(e),
+    }
+}
+
+fn phases(
+    ctx: &Ctx,
+    cell: &Cell,
+    ev: &CellEvents,
+    dir: &Path,
+    r: &mut CellResult,
+) -> Phased<Prepared> {
     let t = Instant::now();
+    let src = source_phase(ctx, cell, ev)?;
+    r.timings.source_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let config = config_phase(ctx, cell, ev, dir, &src, r)?;
+    let needs = needs_phase(ctx, cell, ev, &src, &config)?;
+    r.timings.config_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let built = build_phase(ctx, cell, ev, dir, &src, &config, r)?;
+    r.timings.build_s = t.elapsed().as_secs_f64();
+    if built.cached {
+        ev.note(&format!("build: cached kernel {}", built.key));
+    } else {
+        ev.note(&format!(
+            "build: {:.1}s ({})",
+            r.timings.build_s,
+            if built.incremental {
+                "incremental, over an earlier variant's build"
+            } else {
+                "cold"
+            }
+        ));
+    }
+
+    let t = Instant::now();
+    ev.phase(Phase::Rootfs, "guest programs + initramfs");
+    let busybox = crate::host::setup::busybox(cell.arch, ctx.cache)?;
+    let choice = accel_phase(ctx, cell, ev, dir, &built.image, &busybox)?;
+    let programs = programs_phase(ctx, cell, &src, &needs, r)?;
+    let initrd = dir.join("initramfs.cpio.gz");
+    std::fs::write(
+        &initrd,
+        guest::initramfs(
+            &ctx.repo_root,
+            &busybox,
+            &programs,
+            guest::timeout_scale(&choice.accel),
+        )?,
+    )?;
+    r.timings.rootfs_s = t.elapsed().as_secs_f64();
+    Ok(Prepared {
+        r: r.clone(),
+        image: built.image,
+        initrd,
+        choice,
+        programs,
+        busybox,
+        skipped: needs.skipped,
+    })
+}
+
+/// The variant's commit (the series applied), and the selftests' commit
+/// (`selftests_from`).
+fn source_phase(ctx: &Ctx, cell: &Cell, ev: &CellEvents) -> Phased<Source> {
     ev.phase(
         Phase::Source,
         &format!("{} + {}", cell.kernel, cell.variant),
     );
     let trees = ctx.trees(&cell.kernel, &mut |s| ev.detail(s))?;
+    let not_applied = |what: String, patch: PathBuf, detail: String| {
+        stop(
+            Outcome::ApplyError,
+            Evidence::new(EvidenceKind::Host, what, detail, Some(patch)),
+        )
+    };
     let commit = match variant_commit(ctx, ev, &trees, &cell.variant)? {
         Ok(c) => c,
         Err((patch, detail)) => {
-            return Ok(Err(failed(
-                r,
-                Outcome::ApplyError,
-                Evidence::new(
-                    EvidenceKind::Host,
-                    format!("patch {} does not apply", patch.display()),
-                    detail,
-                    Some(patch),
-                ),
-            )));
+            return not_applied(
+                format!("patch {} does not apply", patch.display()),
+                patch,
+                detail,
+            )
         }
     };
-    let kernel_cfg = &ctx.matrix.kernel[&cell.kernel];
-    let test_commit = match kernel_cfg
+    let from = ctx.matrix.kernel[&cell.kernel]
         .selftests_from
         .as_ref()
-        .map(|s| s.get_ref().as_str())
-    {
+        .map(|s| s.get_ref().as_str());
+    let test_commit = match from {
         Some(v) if v != cell.variant => match variant_commit(ctx, ev, &trees, v)? {
             Ok(c) => c,
             Err((patch, detail)) => {
@@ -524,32 +656,24 @@ fn prepare(
                     "selftests_from = {v}: patch {} does not apply",
                     patch.display()
                 );
-                return Ok(Err(failed(
-                    r,
-                    Outcome::ApplyError,
-                    Evidence::new(EvidenceKind::Host, what, detail, Some(patch)),
-                )));
+                return not_applied(what, patch, detail);
             }
         },
         _ => commit.clone(),
     };
-    // The build tree is switched to this commit only when something is
-    // built from it (a config or a kernel not in the cache).
-    let tree = trees.build.clone();
-    let switched = std::cell::Cell::new(false);
-    let checkout = || -> Result<()> {
-        if !switched.get() {
-            trees.checkout_build(&commit)?;
-            switched.set(true);
-        }
-        Ok(())
-    };
     let kernel_id = source::kernel_tree_id(&trees.repo, &commit)?;
-    r.timings.source_s = t.elapsed().as_secs_f64();
+    Ok(Source {
+        trees,
+        commit,
+        test_commit,
+        kernel_id,
+        switched: std::cell::Cell::new(false),
+    })
+}
 
-    // --- config
-    let t = Instant::now();
-    ev.phase(Phase::Config, &cell.config);
+/// What the kernel config is made of: the config's base target and
+/// fragments, and every option the config's tests ask for.
+fn config_request(ctx: &Ctx, cell: &Cell, src: &Source) -> ConfigRequest {
     let cspec = &ctx.matrix.config[&cell.config];
     let mut req = ConfigRequest {
         base_target: cspec.base.clone(),
@@ -572,7 +696,7 @@ fn prepare(
             let rel = format!("{}/config", spec.dir.as_deref().unwrap_or_default());
             // From the commit, not the build tree: that is switched only
             // when something is built.
-            if let Some(text) = source::read_at(&trees.repo, &commit, &rel) {
+            if let Some(text) = source::read_at(&src.trees.repo, &src.commit, &rel) {
                 for l in text
                     .lines()
                     .filter(|l| crate::plan::matrix::parse_config_line(l).is_some())
@@ -586,17 +710,32 @@ fn prepare(
                 .push((l.get_ref().clone(), format!("matrix.toml [test.{tname}]")));
         }
     }
+    req
+}
+
+/// The final .config (cached by its inputs), every requested option checked.
+fn config_phase(
+    ctx: &Ctx,
+    cell: &Cell,
+    ev: &CellEvents,
+    dir: &Path,
+    src: &Source,
+    r: &mut CellResult,
+) -> Phased<PathBuf> {
+    ev.phase(Phase::Config, &cell.config);
+    let req = config_request(ctx, cell, src);
     let config_log = dir.join("config.log");
     r.logs.config = Some(config_log.clone());
-    let config = match kbuild::configure(
+    let outcome = kbuild::configure(
         ctx.cache,
-        &tree,
-        &checkout,
-        &kernel_id,
+        &src.trees.build,
+        &|| src.checkout(),
+        &src.kernel_id,
         cell.arch,
         &req,
         &config_log,
-    ) {
+    );
+    let config = match outcome {
         Ok(ConfigOutcome::Ok { config, cached }) => {
             if cached {
                 ev.detail("config: cached");
@@ -613,15 +752,13 @@ fn prepare(
                 "requested options dropped by olddefconfig: {}",
                 names.join(", ")
             );
-            return Ok(Err(failed(
-                r,
+            return stop(
                 Outcome::ConfigError,
                 Evidence::new(EvidenceKind::Host, what, lines.join("\n"), Some(config)),
-            )));
+            );
         }
         Err(e) => {
-            return Ok(Err(failed(
-                r,
+            return stop(
                 Outcome::ConfigError,
                 Evidence::new(
                     EvidenceKind::Host,
@@ -629,15 +766,27 @@ fn prepare(
                     format!("{e:#}"),
                     Some(config_log),
                 ),
-            )))
+            )
         }
     };
     let _ = std::fs::copy(&config, dir.join("config"));
-    // --- what the tests are about (`needs`): a symbol the tree lacks
-    // skips the test (or program); one it has but left off is an error.
-    let final_config = std::fs::read_to_string(&config).unwrap_or_default();
-    let mut absent: Vec<String> = Vec::new();
-    let mut skipped: Vec<TestResult> = Vec::new();
+    Ok(config)
+}
+
+/// A symbol a test `needs` that the tree lacks skips the test (or
+/// program); one the tree defines but the config left off is an error.
+fn needs_phase(
+    ctx: &Ctx,
+    cell: &Cell,
+    ev: &CellEvents,
+    src: &Source,
+    config: &Path,
+) -> Phased<Needs> {
+    let final_config = std::fs::read_to_string(config).unwrap_or_default();
+    let mut needs = Needs {
+        absent: Vec::new(),
+        skipped: Vec::new(),
+    };
     for tname in &cell.tests {
         let spec = &ctx.matrix.test[tname];
         for sym in spec
@@ -645,11 +794,12 @@ fn prepare(
             .iter()
             .chain(spec.programs.iter().flat_map(|p| &p.needs))
         {
-            if absent.contains(sym) || final_config.lines().any(|l| l.trim() == format!("{sym}=y"))
+            if needs.absent.contains(sym)
+                || final_config.lines().any(|l| l.trim() == format!("{sym}=y"))
             {
                 continue;
             }
-            if source::kconfig_defines(&trees.repo, &commit, sym)? {
+            if source::kconfig_defines(&src.trees.repo, &src.commit, sym)? {
                 let what = format!(
                     "{sym} (needed by test {tname}) is not set in the final .config, though this tree defines it"
                 );
@@ -661,17 +811,21 @@ fn prepare(
                         .collect::<Vec<_>>()
                         .join("\n")
                 );
-                return Ok(Err(failed(
-                    r,
+                return stop(
                     Outcome::ConfigError,
-                    Evidence::new(EvidenceKind::Host, what, excerpt, Some(config)),
-                )));
+                    Evidence::new(
+                        EvidenceKind::Host,
+                        what,
+                        excerpt,
+                        Some(config.to_path_buf()),
+                    ),
+                );
             }
-            absent.push(sym.clone());
+            needs.absent.push(sym.clone());
         }
-        if let Some(sym) = spec.needs.iter().find(|s| absent.contains(s)) {
+        if let Some(sym) = spec.needs.iter().find(|s| needs.absent.contains(s)) {
             ev.note(&format!("test {tname}: skipped, no {sym} in this kernel"));
-            skipped.push(TestResult {
+            needs.skipped.push(TestResult {
                 name: tname.clone(),
                 outcome: Outcome::Skip,
                 reason: Some(format!("no {sym} in this kernel ({})", cell.kernel)),
@@ -681,21 +835,31 @@ fn prepare(
             });
         }
     }
-    r.timings.config_s = t.elapsed().as_secs_f64();
+    Ok(needs)
+}
 
-    // --- build: one O= dir per kernel/arch/config, shared by the variants.
-    let t = Instant::now();
+/// The kernel image: one O= dir per kernel/arch/config, shared by the
+/// variants (incremental), images cached by content.
+fn build_phase(
+    ctx: &Ctx,
+    cell: &Cell,
+    ev: &CellEvents,
+    dir: &Path,
+    src: &Source,
+    config: &Path,
+    r: &mut CellResult,
+) -> Phased<kbuild::Built> {
     ev.phase(
         Phase::Build,
         &format!("{} {}", cell.arch, cell.arch.info().image_target),
     );
     let job = kbuild::BuildJob {
         cache: ctx.cache,
-        tree: &tree,
-        checkout: &checkout,
-        kernel_id: &kernel_id,
+        tree: &src.trees.build,
+        checkout: &|| src.checkout(),
+        kernel_id: &src.kernel_id,
         arch: cell.arch,
-        config: &config,
+        config,
         build_dir: ctx
             .cache
             .dir(&["build", &cell.kernel, cell.arch.name(), &cell.config]),
@@ -703,17 +867,23 @@ fn prepare(
     };
     let mut on_line = |l: &str| ev.detail(l.trim());
     let mut warn = |w: &str| ev.note(w);
-    let built = match kbuild::build(&job, ctx.jobs, &mut on_line, &mut warn)? {
-        BuildOutcome::Ok(b) => b,
+    match kbuild::build(&job, ctx.jobs, &mut on_line, &mut warn)? {
+        BuildOutcome::Ok(b) => {
+            r.build_key = b.key.clone();
+            r.reproduce.make = reproduce_make(&src.trees, &src.commit, b.make_cmd.clone());
+            r.logs.build = Some(b.log.clone());
+            r.timings.build_cached = b.cached;
+            r.timings.build_incremental = b.incremental;
+            Ok(b)
+        }
         BuildOutcome::Failed {
             log,
             excerpt,
             make_cmd,
         } => {
-            r.reproduce.make = reproduce_make(&trees, &commit, make_cmd);
+            r.reproduce.make = reproduce_make(&src.trees, &src.commit, make_cmd);
             r.logs.build = Some(log.clone());
-            return Ok(Err(failed(
-                r,
+            stop(
                 Outcome::BuildError,
                 Evidence::new(
                     EvidenceKind::Host,
@@ -721,48 +891,31 @@ fn prepare(
                     excerpt,
                     Some(log),
                 ),
-            )));
+            )
         }
-    };
-    r.build_key = built.key.clone();
-    r.reproduce.make = reproduce_make(&trees, &commit, built.make_cmd.clone());
-    r.logs.build = Some(built.log.clone());
-    r.timings.build_s = t.elapsed().as_secs_f64();
-    r.timings.build_cached = built.cached;
-    r.timings.build_incremental = built.incremental;
-    if built.cached {
-        ev.note(&format!("build: cached kernel {}", built.key));
-    } else {
-        ev.note(&format!(
-            "build: {:.1}s ({})",
-            r.timings.build_s,
-            if built.incremental {
-                "incremental, over an earlier variant's build"
-            } else {
-                "cold"
-            }
-        ));
     }
+}
 
-    // --- rootfs: guest programs from the selftests' tree, and the initramfs.
-    let t = Instant::now();
-    ev.phase(Phase::Rootfs, "guest programs + initramfs");
-    let test_tree = trees.checkout_work(&test_commit)?.to_path_buf();
-    let uapi_id = source::uapi_id(&trees.repo, &test_commit, cell.arch.name())?;
-    let busybox = crate::host::setup::busybox(cell.arch, ctx.cache)?;
-    let initrd = dir.join("initramfs.cpio.gz");
-    // The accelerator decides the test timeouts' scale. A probe, when one
-    // runs, boots this cell's kernel on an initramfs without tests.
+/// The accelerator, which also decides the test timeouts' scale. A probe,
+/// when one runs, boots this cell's kernel on an initramfs without tests.
+fn accel_phase(
+    ctx: &Ctx,
+    cell: &Cell,
+    ev: &CellEvents,
+    dir: &Path,
+    image: &Path,
+    busybox: &Path,
+) -> Phased<Choice> {
     let probe_initrd = dir.join("probe-initramfs.cpio.gz");
     let choice = ctx.accel.choose(cell.arch, || {
         std::fs::write(
             &probe_initrd,
-            guest::initramfs(&ctx.repo_root, &busybox, &[], 1)?,
+            guest::initramfs(&ctx.repo_root, busybox, &[], 1)?,
         )?;
         Ok(guest_for(
             ctx,
             cell,
-            &built.image,
+            image,
             &probe_initrd,
             Accel::Kvm,
             None,
@@ -775,19 +928,33 @@ fn prepare(
         choice.accel.qemu_arg(),
         choice.why
     ));
+    Ok(choice)
+}
+
+/// The static guest programs of the tests that run, from the selftests'
+/// tree (cached by content).
+fn programs_phase(
+    ctx: &Ctx,
+    cell: &Cell,
+    src: &Source,
+    needs: &Needs,
+    r: &mut CellResult,
+) -> Phased<Vec<Program>> {
+    let test_tree = src.trees.checkout_work(&src.test_commit)?.to_path_buf();
+    let uapi_id = source::uapi_id(&src.trees.repo, &src.test_commit, cell.arch.name())?;
     let job = guest::CompileJob {
         cache: ctx.cache,
         repo_root: &ctx.repo_root,
         arch: cell.arch,
         tree: &test_tree,
         uapi_id: &uapi_id,
-        absent: &absent,
+        absent: &needs.absent,
     };
     let mut programs: Vec<Program> = Vec::new();
     for tname in cell
         .tests
         .iter()
-        .filter(|t| !skipped.iter().any(|s| &s.name == *t))
+        .filter(|t| !needs.skipped.iter().any(|s| &s.name == *t))
     {
         match guest::compile(&job, tname, &ctx.matrix.test[tname])? {
             CompileOutcome::Ok(prog) => {
@@ -801,8 +968,7 @@ fn prepare(
                     "$ {cmd}\n{}",
                     kbuild::first_errors(&stderr.lines().map(str::to_string).collect::<Vec<_>>())
                 );
-                return Ok(Err(failed(
-                    r,
+                return stop(
                     Outcome::BuildError,
                     Evidence::new(
                         EvidenceKind::Host,
@@ -810,29 +976,11 @@ fn prepare(
                         excerpt,
                         None,
                     ),
-                )));
+                );
             }
         }
     }
-    std::fs::write(
-        &initrd,
-        guest::initramfs(
-            &ctx.repo_root,
-            &busybox,
-            &programs,
-            guest::timeout_scale(&choice.accel),
-        )?,
-    )?;
-    r.timings.rootfs_s = t.elapsed().as_secs_f64();
-    Ok(Ok(Prepared {
-        r,
-        image: built.image,
-        initrd,
-        choice,
-        programs,
-        busybox,
-        skipped,
-    }))
+    Ok(programs)
 }
 
 /// The reproducer for a build: the tree must be at the variant's commit.
@@ -950,7 +1098,7 @@ fn timed_boot(
 ) -> Result<(CellResult, Option<String>)> {
     let seq = ctx.boot_seq.get() + 1;
     ctx.boot_seq.set(seq);
-    let started = crate::timestamp();
+    let started = crate::util::timestamp();
     let t = Instant::now();
     ctx.last_placement.set((0, 0));
     let out = boot_once(
@@ -1052,25 +1200,10 @@ fn boot_once(
     r.logs.results = Some(results_log.clone());
     let budget = Duration::from_secs(ctx.cell_timeout_s.unwrap_or(ctx.matrix.run.cell_timeout_s));
     let t = Instant::now();
-    // The kernel line after which it cannot go on, if it printed one: QEMU
-    // is stopped there rather than left to the tests' timeouts.
-    let beyond_repair = std::sync::OnceLock::<&'static str>::new();
-    let exit = qemu::run_until(&bin, &args, &console_log, budget, |line| {
-        let l = crate::analyze::console::strip_timestamp(line);
-        if let Some(rest) = l.strip_prefix("kmatrix: test ") {
-            ev.phase(Phase::Tests, rest);
-        } else {
-            ev.detail(l);
-        }
-        let stop = crate::analyze::console::beyond_repair(l);
-        if let Some(m) = stop {
-            let _ = beyond_repair.set(m);
-        }
-        stop.is_some()
-    });
+    let run = run_qemu(&bin, &args, &console_log, budget, ev);
     r.timings.boot_s = t.elapsed().as_secs_f64();
-    let exit = match exit {
-        Ok(e) => e,
+    let (exit, beyond_repair) = match run {
+        Ok(x) => x,
         Err(e) => {
             let line = qemu::shell_line(&bin, &args);
             return Ok((
@@ -1101,7 +1234,9 @@ fn boot_once(
         console_truncated: exit.console_truncated,
         console_cap: qemu::console_cap(),
         stderr: exit.stderr.clone(),
-        stopped_at: beyond_repair.get().filter(|_| exit.stopped).map(|m| m.to_string()),
+        stopped_at: beyond_repair
+            .filter(|_| exit.stopped)
+            .map(|m| m.to_string()),
     };
     // The tests this boot runs: built, and not limited to earlier boots.
     let tests: Vec<(String, TestKind)> = programs
@@ -1117,20 +1252,7 @@ fn boot_once(
         results: &results_text,
         console_log: &console_log,
     });
-    // Under KVM, QEMU dying (or hanging without a word) before the guest's
-    // first report is KVM's failure on this host, not the kernel's.
-    let kvm_failed = (*accel == Accel::Kvm && !c.guest_reported)
-        .then(|| match &c.qemu_failure {
-            Some(f) => Some(format!(
-                "{f} under -accel kvm before the guest's first report: {}",
-                first_line(&exit.stderr)
-            )),
-            None if exit.timed_out && console_text.trim().is_empty() => {
-                Some("no console output at all under -accel kvm within the cell budget".into())
-            }
-            None => None,
-        })
-        .flatten();
+    let kvm_failed = kvm_failure(accel, &c, &exit, &console_text);
     r.outcome = c.outcome;
     r.tests = c.tests;
     r.metrics = c.metrics;
@@ -1138,6 +1260,57 @@ fn boot_once(
     r.timings.guest_s = c.guest_s;
     r.guest = c.guest;
     Ok((r, kvm_failed))
+}
+
+/// Runs QEMU to its end, the console streamed as progress; QEMU is
+/// stopped at a kernel line after which the kernel cannot go on (returned
+/// with the exit) rather than left to the tests' timeouts.
+fn run_qemu(
+    bin: &str,
+    args: &[String],
+    console_log: &Path,
+    budget: Duration,
+    ev: &CellEvents,
+) -> std::io::Result<(qemu::Exit, Option<&'static str>)> {
+    let beyond_repair = std::sync::OnceLock::<&'static str>::new();
+    let exit = qemu::run_until(bin, args, console_log, budget, |line| {
+        let l = crate::analyze::console::strip_timestamp(line);
+        if let Some(rest) = l.strip_prefix("kmatrix: test ") {
+            ev.phase(Phase::Tests, rest);
+        } else {
+            ev.detail(l);
+        }
+        let stop = crate::analyze::console::beyond_repair(l);
+        if let Some(m) = stop {
+            let _ = beyond_repair.set(m);
+        }
+        stop.is_some()
+    })?;
+    Ok((exit, beyond_repair.get().copied()))
+}
+
+/// Under KVM, QEMU dying (or hanging without a word) before the guest's
+/// first report is KVM's failure on this host, not the kernel's: why, for
+/// the fallback to TCG.
+fn kvm_failure(
+    accel: &Accel,
+    c: &classify::Classified,
+    exit: &qemu::Exit,
+    console_text: &str,
+) -> Option<String> {
+    if *accel != Accel::Kvm || c.guest_reported {
+        return None;
+    }
+    match &c.qemu_failure {
+        Some(f) => Some(format!(
+            "{f} under -accel kvm before the guest's first report: {}",
+            first_line(&exit.stderr)
+        )),
+        None if exit.timed_out && console_text.trim().is_empty() => {
+            Some("no console output at all under -accel kvm within the cell budget".into())
+        }
+        None => None,
+    }
 }
 
 fn first_line(s: &str) -> String {

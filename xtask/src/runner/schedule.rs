@@ -63,7 +63,16 @@ pub fn next(slots: &[Slot]) -> Option<usize> {
         .iter()
         .enumerate()
         .filter(|(_, s)| s.wants && s.group == group)
-        .min_by_key(|(i, s)| (s.booted, if s.booted % 2 == 0 { *i as isize } else { -(*i as isize) }))
+        .min_by_key(|(i, s)| {
+            (
+                s.booted,
+                if s.booted % 2 == 0 {
+                    *i as isize
+                } else {
+                    -(*i as isize)
+                },
+            )
+        })
         .map(|(i, _)| i)
 }
 
@@ -78,7 +87,10 @@ pub fn undecided<'a>(
     remeasured: impl Fn(&str, &str) -> bool,
 ) -> Vec<(&'a str, &'a Comparison)> {
     let mut out: Vec<(&str, &Comparison)> = Vec::new();
-    for c in cs.iter().filter(|c| c.verdict == Verdict::TooNoisy || state_unseen(c)) {
+    for c in cs
+        .iter()
+        .filter(|c| c.verdict == Verdict::TooNoisy || state_unseen(c))
+    {
         if !(remeasured(&c.base_cell, &c.base_metric) && remeasured(&c.new_cell, &c.new_metric)) {
             continue;
         }
@@ -94,13 +106,19 @@ pub fn undecided<'a>(
 /// A split comparison of a cell none of whose boots was in the state its
 /// claim needs (at or above the split).
 fn state_unseen(c: &Comparison) -> bool {
-    c.split.as_ref().is_some_and(|s| !s.above && s.boots_other == 0)
+    c.split
+        .as_ref()
+        .is_some_and(|s| !s.above && s.boots_other == 0)
 }
 
 /// Why `undecided` wants more boots for comparison `c`, for the progress
 /// line: "seccomp_notify.sync.unpinned is too noisy to judge, ...".
 pub fn why_more(c: &Comparison) -> String {
-    let against = if c.base_cell == c.new_cell { &c.base_metric } else { &c.base_cell };
+    let against = if c.base_cell == c.new_cell {
+        &c.base_metric
+    } else {
+        &c.base_cell
+    };
     match &c.split {
         Some(s) if state_unseen(c) => format!(
             "{} vs {}: no boot yet where {} >= {} {} (median {:.1} over {} boots), the state the claim needs",
@@ -212,7 +230,11 @@ mod tests {
 
     #[test]
     fn only_too_noisy_comparisons_of_metrics_measured_again_get_boots() {
-        let (b, s, t) = ("6.1/base/x86_64/tiny", "6.1/series/x86_64/tiny", "6.1/t/x86_64/tiny");
+        let (b, s, t) = (
+            "6.1/base/x86_64/tiny",
+            "6.1/series/x86_64/tiny",
+            "6.1/t/x86_64/tiny",
+        );
         let cs = [
             comparison(b, s, "seccomp_notify.default.same-cpu", Verdict::NoChange),
             comparison(b, t, "rseq.cpu_id.rseq", Verdict::TooNoisy),
@@ -222,7 +244,10 @@ mod tests {
         ];
         // rseq stopped after its boots: more boots would not measure it.
         let more = undecided(&cs, |_, m| m.starts_with("seccomp_notify."));
-        let ids: Vec<(&str, &str)> = more.iter().map(|(id, c)| (*id, c.base_metric.as_str())).collect();
+        let ids: Vec<(&str, &str)> = more
+            .iter()
+            .map(|(id, c)| (*id, c.base_metric.as_str()))
+            .collect();
         assert_eq!(
             ids,
             [

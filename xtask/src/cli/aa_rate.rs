@@ -1,0 +1,45 @@
+//! `cargo xtask aa-rate RUN...`: the comparisons of each run recomputed with
+//! the matrix's declarations, the A/A ones (base vs base~aa) counted per
+//! arch against the goals, and the boot-to-boot noise of each metric. Exit
+//! 0 when every goal is met, 1 otherwise.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::reports::load_run;
+use super::{Env, MatrixOpt};
+use crate::report::{aa, compare};
+
+#[derive(Args, Debug)]
+pub struct AaRateCmd {
+    #[arg(required = true)]
+    runs: Vec<PathBuf>,
+    #[command(flatten)]
+    matrix: MatrixOpt,
+    /// Only metrics starting with PREFIX (repeatable; default all).
+    #[arg(long, value_name = "PREFIX")]
+    metric: Vec<String>,
+}
+
+impl AaRateCmd {
+    pub fn run(self, env: &Env) -> Result<u8> {
+        let m = self.matrix.load(env)?;
+        let mut all = Vec::new();
+        let mut loaded = Vec::new();
+        for p in &self.runs {
+            let run = load_run(&env.path(p))?;
+            all.push((p.display().to_string(), compare::compare(&run, &m)));
+            loaded.push(run);
+        }
+        let t = aa::tally(&all, &self.metric);
+        print!("{}", aa::text(&t));
+        let mut noise = aa::noise(&loaded.iter().collect::<Vec<_>>(), &m);
+        noise.retain(|(_, name), _| {
+            self.metric.is_empty() || self.metric.iter().any(|p| name.starts_with(p))
+        });
+        print!("{}", aa::noise_text(&noise));
+        Ok(if aa::all_met(&t) { 0 } else { 1 })
+    }
+}

@@ -1,0 +1,112 @@
+//! `cargo xtask compare [RUN]`: the comparisons of a finished run
+//! recomputed (results.json updated); `compare RUN_A RUN_B`: each cell of
+//! B against the same cell of A (the base), written to compare.json/.md.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use super::reports::{load_run, results_file};
+use super::{report_regressions, Env, MatrixOpt};
+use crate::report::compare;
+use crate::schema::{Comparison, Run, SCHEMA_VERSION};
+
+#[derive(Args, Debug)]
+pub struct CompareCmd {
+    run_dir: Option<PathBuf>,
+    #[arg(value_name = "RUN_B")]
+    other: Option<PathBuf>,
+    /// With two runs: where to write the comparison (default RUN_B/compare.json).
+    #[arg(long, requires = "other")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    matrix: MatrixOpt,
+    /// Exit 1 when a metric regressed significantly beyond its threshold.
+    #[arg(long)]
+    fail_on_regression: bool,
+}
+
+/// What `compare RUN_A RUN_B` writes: both runs and the comparisons.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct RunComparison {
+    pub schema: u32,
+    pub base_run: String,
+    pub new_run: String,
+    pub comparisons: Vec<Comparison>,
+}
+
+impl CompareCmd {
+    pub fn run(self, env: &Env) -> Result<u8> {
+        let m = self.matrix.load(env)?;
+        let cs = match (&self.run_dir, &self.other) {
+            (Some(a), Some(b)) => {
+                let out = self.out.as_ref().map(|o| env.path(o));
+                two_runs(&env.path(a), &env.path(b), &m, out)?
+            }
+            _ => {
+                let dir = self
+                    .run_dir
+                    .as_ref()
+                    .map_or_else(|| env.results("latest"), |d| env.path(d));
+                one_run(&dir, &m)?
+            }
+        };
+        Ok(u8::from(self.fail_on_regression && report_regressions(&cs)))
+    }
+}
+
+fn one_run(dir: &Path, m: &crate::plan::matrix::Matrix) -> Result<Vec<Comparison>> {
+    let path = dir.join("results.json");
+    let mut run = Run::load(&path)?;
+    run.comparisons = compare::compare(&run, m);
+    run.save(&path)?;
+    let table = compare::markdown(&run.comparisons);
+    println!(
+        "{}",
+        if table.is_empty() {
+            "no metric appears in two variants or a declared pair".to_string()
+        } else {
+            table
+        }
+    );
+    Ok(run.comparisons)
+}
+
+fn two_runs(
+    a: &Path,
+    b: &Path,
+    m: &crate::plan::matrix::Matrix,
+    out: Option<PathBuf>,
+) -> Result<Vec<Comparison>> {
+    let (ra, rb) = (load_run(a)?, load_run(b)?);
+    let cs = compare::compare_runs(&ra, &rb, m);
+    let table = compare::markdown(&cs);
+    let heading = format!(
+        "# {} (new) vs {} (base)\n",
+        results_file(b).display(),
+        results_file(a).display()
+    );
+    if table.is_empty() {
+        println!("no cell has the same metric in both runs");
+    } else {
+        println!("{heading}{table}");
+    }
+    let out = out.unwrap_or_else(|| {
+        results_file(b)
+            .parent()
+            .map_or(PathBuf::from("."), Path::to_path_buf)
+            .join("compare.json")
+    });
+    let doc = RunComparison {
+        schema: SCHEMA_VERSION,
+        base_run: results_file(a).display().to_string(),
+        new_run: results_file(b).display().to_string(),
+        comparisons: cs,
+    };
+    std::fs::write(&out, serde_json::to_string_pretty(&doc)?)
+        .with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(out.with_extension("md"), heading + &table)?;
+    println!("comparison: {}", out.display());
+    Ok(doc.comparisons)
+}

@@ -1,0 +1,188 @@
+//! `cargo xtask matrix`: the selected cells of the matrix, built, booted and
+//! judged by the run driver (`runner::driver`); then summary.md, the
+//! reports, and the exit code.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use super::{Env, HostOpts, MatrixOpt, PolicyArgs, Selection, SourceArgs};
+use crate::host::{cache::Cache, ui};
+use crate::plan::matrix::Matrix;
+use crate::runner::driver::{self, Driver, Opened, RunOptions};
+use crate::schema as results;
+
+/// The options of a matrix run (also sweep's, which adds nothing).
+#[derive(Args, Clone, Default, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MatrixArgs {
+    #[command(flatten)]
+    pub matrix: MatrixOpt,
+    #[command(flatten)]
+    pub select: Selection,
+    /// Run directory (default results/<timestamp>; results/latest links to it).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub host: HostOpts,
+    /// Extra kernel command line for every guest (debugging, fault injection).
+    #[arg(long)]
+    pub cmdline: Vec<String>,
+    /// Exit 1 when a metric regressed significantly beyond its threshold.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Continue the run in DIR: cells already in its results.json are skipped.
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    pub resume: Option<PathBuf>,
+    /// Re-run a cell that is not as expected up to N times (boot only; the
+    /// build is cached). Passing on a retry is recorded as `flaky`.
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// Whole-cell QEMU budget in seconds (overrides run.cell_timeout_s).
+    #[arg(long)]
+    pub cell_timeout: Option<u64>,
+    /// Boot each cell N times (overrides run.boots): benchmark samples are
+    /// pooled and comparisons count the spread between boots.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub boots: Option<u32>,
+    /// Boot the cells of a comparison still too noisy to judge after their
+    /// boots 3 more times each, alternating, up to N boots (overrides
+    /// run.max_boots; with --boots alone, no boots are added).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub max_boots: Option<u32>,
+    /// A/A: every kernel's base also runs as `base~aa` (the same cached
+    /// kernel), compared with `base` like a series; count the verdicts of
+    /// several such runs with `aa-rate`.
+    #[arg(long)]
+    pub aa: bool,
+    /// Run cell after cell, each with all its boots in a row. By default
+    /// every cell is prepared (built) first, then the boots of compared
+    /// cells (base and variants of one kernel/arch/config) alternate: base
+    /// 1, series 1, base 2, series 2, ...
+    #[arg(long)]
+    pub no_interleave: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+impl MatrixArgs {
+    /// Every path but --matrix made absolute against the user's directory
+    /// (--matrix is kept as typed for results.json and reproducers, and
+    /// resolved when read).
+    pub fn resolve(&mut self, env: &Env) {
+        self.source.resolve(env);
+        for p in [&mut self.out, &mut self.resume].into_iter().flatten() {
+            *p = env.path(p);
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct MatrixCmd {
+    #[command(flatten)]
+    pub args: MatrixArgs,
+}
+
+impl MatrixCmd {
+    pub fn run(self, env: &Env) -> Result<u8> {
+        let mut a = self.args;
+        a.resolve(env);
+        execute(env, a, &mut |_, _| Ok(())).map(|(code, _)| code)
+    }
+}
+
+/// Runs the selected cells of the matrix, after `derive` has adapted it
+/// (sweep's prefixes); returns the exit code and the run directory.
+/// `a.matrix` may still be as typed (for results.json and reproducers);
+/// the file read is resolved against the user's directory.
+pub fn execute(
+    env: &Env,
+    a: MatrixArgs,
+    derive: &mut dyn FnMut(&mut Matrix, &Cache) -> Result<()>,
+) -> Result<(u8, PathBuf)> {
+    let policy = a.policy.policy()?;
+    let mut m = a.matrix.load(env)?;
+    let cache = a.host.prepare(&m)?;
+    crate::bisect::apply_sources(
+        &mut m,
+        &a.source.spec(),
+        &env.root,
+        &cache,
+        a.select.kernel.first().map(String::as_str),
+    )?;
+    derive(&mut m, &cache)?;
+    m.aa = a.aa;
+    let cells = m.cells(&a.select.filters())?;
+    let run_dir = match a.out.clone().or(a.resume.clone()) {
+        Some(d) => d,
+        None => driver::new_run_dir(&env.root)?,
+    };
+    let ui = ui::Ui::new();
+    let opts = RunOptions {
+        extra_cmdline: a.cmdline.clone(),
+        cell_timeout_s: a.cell_timeout,
+        boots: a.boots,
+        max_boots: a.max_boots,
+        retries: a.retries,
+        resume: a.resume.is_some(),
+        matrix_shown: a.matrix.shown(),
+    };
+    let mut d = match Driver::open(&m, &env.root, &cache, policy, run_dir, opts, &ui)? {
+        Opened::Ready(d) => d,
+        Opened::Refused(run_dir) => return Ok((2, run_dir)),
+    };
+    if a.no_interleave {
+        d.run_in_turn(&cells)?;
+    } else {
+        d.run_interleaved(&cells)?;
+    }
+    let (run, run_dir) = d.into_run();
+    Ok((
+        conclude(env, &m, &run, &run_dir, &cells, a.fail_on_regression)?,
+        run_dir,
+    ))
+}
+
+/// summary.md and the reports of a matrix run, printed; the exit code.
+fn conclude(
+    env: &Env,
+    m: &Matrix,
+    run: &results::Run,
+    run_dir: &std::path::Path,
+    cells: &[crate::plan::matrix::Cell],
+    fail_on_regression: bool,
+) -> Result<u8> {
+    let results_path = run_dir.join("results.json");
+    // An A/A run (--aa) also says how much a boot's figure moves here.
+    let summary = super::reports::summary(run)
+        + &crate::report::aa::noise_text(&crate::report::aa::noise(&[run], m));
+    std::fs::write(run_dir.join("summary.md"), &summary)?;
+    super::reports::write_run_reports(&env.root, run, m, run_dir);
+    println!("{summary}");
+    println!("results: {}", results_path.display());
+    if crate::host::signals::interrupted() {
+        eprintln!(
+            "interrupted: results so far saved in {}",
+            results_path.display()
+        );
+        return Ok(2);
+    }
+    let selected: Vec<String> = cells.iter().map(|c| c.id()).collect();
+    let bad: Vec<&results::CellResult> = run
+        .cells
+        .iter()
+        .filter(|c| selected.contains(&c.id) && !c.as_expected)
+        .collect();
+    for c in &bad {
+        for mm in &c.mismatches {
+            eprintln!("MISMATCH {mm}");
+        }
+    }
+    if fail_on_regression && super::report_regressions(&run.comparisons) {
+        return Ok(1);
+    }
+    Ok(if bad.is_empty() { 0 } else { 1 })
+}

@@ -1,0 +1,201 @@
+//! Reading finished runs and writing their reports: shared by `matrix`,
+//! `merge`, `report`, `compare`, `aa-rate` and `sweep`. File IO and the
+//! GitHub Actions environment live here; what is computed lives in
+//! `stats/`, what is rendered in `report/`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::plan::matrix::Matrix;
+use crate::report::{compare, gha, html, junit, kcidb, markdown};
+use crate::schema::{Run, SCHEMA_VERSION};
+
+/// `DIR/results.json`, or the file itself when given one.
+pub fn results_file(p: &Path) -> PathBuf {
+    if p.is_dir() {
+        p.join("results.json")
+    } else {
+        p.to_path_buf()
+    }
+}
+
+/// Loads a results.json, checking its schema version before its shape so
+/// the refusal says "schema N" rather than a serde error.
+pub fn load_run(p: &Path) -> Result<Run> {
+    let file = results_file(p);
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON", file.display()))?;
+    match v.get("schema").and_then(|s| s.as_u64()) {
+        Some(n) if n == u64::from(SCHEMA_VERSION) => {}
+        Some(n) => bail!(
+            "{} has results.json schema {n}; this harness reads and writes schema {SCHEMA_VERSION}",
+            file.display()
+        ),
+        None => bail!("{} has no results.json schema number", file.display()),
+    }
+    serde_json::from_value(v).with_context(|| format!("{} is not a results.json", file.display()))
+}
+
+/// The patch set of every variant of `run` that is a series of the matrix
+/// (`NAME`, or `NAME@K` for its first K patches, as sweep and bisect name
+/// them). Patch URLs point at the GitHub blob of this commit in Actions,
+/// else at the local file.
+fn patchsets(root: &Path, m: &Matrix, run: &Run) -> BTreeMap<String, kcidb::Patchset> {
+    let github = match (
+        std::env::var("GITHUB_SERVER_URL"),
+        std::env::var("GITHUB_REPOSITORY"),
+        std::env::var("GITHUB_SHA"),
+    ) {
+        (Ok(s), Ok(r), Ok(c)) => Some(format!("{s}/{r}/raw/{c}")),
+        _ => None,
+    };
+    let mut out = BTreeMap::new();
+    for variant in run.cells.iter().map(|c| &c.variant) {
+        if variant == "base" || out.contains_key(variant) {
+            continue;
+        }
+        let (name, take) = match variant.split_once('@') {
+            Some((n, k)) => (n, k.parse::<usize>().ok()),
+            None => (variant.as_str(), None),
+        };
+        let Some(s) = m.series.get(name) else {
+            continue;
+        };
+        let Ok(mut patches) = crate::build::source::Series::files(name, &root.join(&s.dir)) else {
+            continue;
+        };
+        if let Some(k) = take {
+            patches.truncate(k);
+        }
+        let bytes: Vec<Vec<u8>> = patches
+            .iter()
+            .filter_map(|p| std::fs::read(p).ok())
+            .collect();
+        if bytes.len() != patches.len() {
+            continue;
+        }
+        let refs: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
+        let files = patches
+            .iter()
+            .map(|p| {
+                let file = p
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                let url = match (&github, p.strip_prefix(root)) {
+                    (Some(base), Ok(rel)) => format!("{base}/{}", rel.display()),
+                    _ => format!(
+                        "file://{}",
+                        std::fs::canonicalize(p).unwrap_or(p.clone()).display()
+                    ),
+                };
+                (file, url)
+            })
+            .collect();
+        out.insert(
+            variant.clone(),
+            kcidb::Patchset {
+                files,
+                hash: kcidb::patchset_hash(&refs),
+            },
+        );
+    }
+    out
+}
+
+/// Where `report` writes each file (None: not written).
+#[derive(Default)]
+pub struct Targets {
+    pub junit: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    pub kcidb: Option<PathBuf>,
+}
+
+impl Targets {
+    /// All three, under their default names in `dir`.
+    pub fn all_in(dir: &Path) -> Targets {
+        Targets {
+            junit: Some(dir.join("junit.xml")),
+            html: Some(dir.join("report.html")),
+            kcidb: Some(dir.join("kcidb.json")),
+        }
+    }
+}
+
+/// Writes the reports of `run`; `m` gives the series for KCIDB's patch sets.
+pub fn write_reports(root: &Path, run: &Run, m: Option<&Matrix>, t: &Targets) -> Result<()> {
+    if let Some(p) = &t.junit {
+        let xml = junit::junit(run)
+            .to_string()
+            .map_err(|e| anyhow::anyhow!("JUnit: {e}"))?;
+        std::fs::write(p, xml).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &t.html {
+        std::fs::write(p, html::html(run)).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if let Some(p) = &t.kcidb {
+        let ps = m.map(|m| patchsets(root, m, run)).unwrap_or_default();
+        let doc = kcidb::kcidb(run, &ps);
+        std::fs::write(p, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// The reports `matrix` writes beside results.json; a failure is a
+/// warning, not the run's failure (results.json and summary.md are saved).
+/// No step summary or annotations here: the test suite runs `matrix` on
+/// purpose-broken cells, which would annotate the suite's own job; CI runs
+/// `report` (or `merge`) after `matrix` for that.
+pub fn write_run_reports(root: &Path, run: &Run, m: &Matrix, dir: &Path) {
+    if let Err(e) = write_reports(root, run, Some(m), &Targets::all_in(dir)) {
+        eprintln!("warning: writing the reports in {}: {e:#}", dir.display());
+    }
+}
+
+/// summary.md (made only when wanted: its CIs are bootstraps) to the
+/// job's step summary, and annotations, when in Actions.
+pub fn publish_github(run: &Run, summary: impl FnOnce() -> String) {
+    if let Some(p) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let summary = summary();
+        use std::io::Write;
+        let r = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&p)
+            .and_then(|mut f| f.write_all(summary.as_bytes()));
+        if let Err(e) = r {
+            eprintln!("warning: cannot append to GITHUB_STEP_SUMMARY {:?}: {e}", p);
+        }
+    }
+    if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
+        for l in gha::annotations(run) {
+            println!("{l}");
+        }
+    }
+}
+
+pub fn summary(run: &Run) -> String {
+    markdown::markdown(run) + &compare::markdown(&run.comparisons)
+}
+
+/// Exit code as `matrix` gives it: 1 when a cell is not as expected (each
+/// mismatch printed) or, asked to, when a metric regressed.
+pub fn verdict_code(run: &Run, fail_on_regression: bool) -> u8 {
+    let mut code = 0;
+    for c in run.cells.iter().filter(|c| !c.as_expected) {
+        for mm in &c.mismatches {
+            eprintln!("MISMATCH {mm}");
+        }
+        code = 1;
+    }
+    if fail_on_regression && super::report_regressions(&run.comparisons) {
+        code = 1;
+    }
+    code
+}

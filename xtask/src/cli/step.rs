@@ -1,0 +1,92 @@
+//! `cargo xtask bisect-step`: for `git bisect run`. Builds and boots the
+//! checked-out commit of a tree and exits 0 good, 1 bad, 125 skip, 128
+//! harness error.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Args;
+
+use super::bisect::{PredicateArgs, StepOpts};
+use super::Env;
+use crate::bisect::{first_boots, CommitJudge, StepPlan};
+use crate::host::ui;
+use crate::plan::variants;
+use crate::runner::policy::Policy;
+
+#[derive(Args, Clone, Debug, Default)]
+pub struct StepCmd {
+    /// The kernel git checkout whose HEAD is judged (default: the current
+    /// directory, which is where `git bisect run` runs its command).
+    #[arg(long, value_name = "PATH")]
+    pub tree: Option<PathBuf>,
+    /// The known-good commit, for --new-failures and --regressed-by (judged
+    /// once and kept in the state directory).
+    #[arg(long, value_name = "REV")]
+    pub good: Option<String>,
+    #[command(flatten)]
+    pub opts: StepOpts,
+    #[command(flatten)]
+    pub pred: PredicateArgs,
+    /// Where the steps' results and log go (default
+    /// results/bisect-step/<tree name>).
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+}
+
+impl StepCmd {
+    pub fn run(self, env: &Env) -> Result<u8> {
+        let a = self;
+        let tree = std::fs::canonicalize(env.path(a.tree.as_deref().unwrap_or(Path::new("."))))
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "--tree {}: {e}",
+                    a.tree.as_deref().unwrap_or(Path::new(".")).display()
+                )
+            })?;
+        let template = a.opts.matrix.load(env)?;
+        let cache = a.opts.host.prepare(&template)?;
+        let name = variants::name_of(&tree);
+        let strings = |v: &[toml::Spanned<String>]| -> Vec<String> {
+            v.iter().map(|x| x.get_ref().clone()).collect()
+        };
+        let arch = variants::pick_one(
+            "arch",
+            a.opts.arch.as_deref(),
+            strings(&template.run.arches),
+        )?;
+        let config = variants::pick_one(
+            "config",
+            a.opts.config.as_deref(),
+            strings(&template.run.configs),
+        )?;
+        let pred = a.pred.predicate(&template)?;
+        let tests = pred.tests().unwrap_or_else(|| strings(&template.run.tests));
+        let plan = StepPlan {
+            boots: first_boots(a.opts.boots, &pred, &template),
+            max_boots: a.opts.max_boots,
+            cell_timeout_s: a.opts.cell_timeout,
+        };
+        let state_dir = match &a.state {
+            Some(s) => env.path(s),
+            None => env.results("bisect-step").join(&name),
+        };
+        std::fs::create_dir_all(&state_dir)?;
+        let judge = CommitJudge {
+            matrix_file: a.opts.matrix.file(env),
+            root: &env.root,
+            cache: &cache,
+            policy: Policy::from_env()?,
+            tree,
+            name,
+            arch,
+            config,
+            tests,
+            pred,
+            plan,
+            state_dir,
+        };
+        let flags = std::env::args().skip(2).collect::<Vec<_>>().join(" ");
+        judge.judge_head(a.good.as_deref(), &flags, &ui::Ui::new())
+    }
+}

@@ -1,0 +1,99 @@
+//! `cargo xtask sweep`: the matrix run over the prefixes of one series
+//! (base, +1, ..., +N as variants), then sweep.md: each test and metric
+//! patch by patch. The parsed arguments are stored in sweep.json, so
+//! `--resume DIR` continues it from anywhere.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+
+use super::matrix::{execute, MatrixArgs};
+use super::Env;
+use crate::build::source::{PatchInfo, Series};
+use crate::host::cache;
+use crate::plan::variants;
+use crate::schema as results;
+
+#[derive(Args, Debug)]
+pub struct SweepCmd {
+    #[command(flatten)]
+    pub args: MatrixArgs,
+}
+
+/// sweep.json: the command and what it swept.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    command: MatrixArgs,
+    kernel: String,
+    series: String,
+    patches: Vec<PatchInfo>,
+}
+
+impl SweepCmd {
+    pub fn run(self, env: &Env) -> Result<u8> {
+        let mut a = self.args;
+        a.resolve(env);
+        a.matrix.resolve(env);
+        if let Some(dir) = a.resume.clone() {
+            let path = dir.join("sweep.json");
+            if path.exists() {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("--resume: reading {}", path.display()))?;
+                let s: Stored = serde_json::from_str(&text).with_context(|| {
+                    format!(
+                        "--resume: {} is not a sweep.json this version can read",
+                        path.display()
+                    )
+                })?;
+                a = MatrixArgs {
+                    resume: Some(dir),
+                    out: None,
+                    host: a.host,
+                    ..s.command
+                };
+            }
+        }
+        let command = a.clone();
+        let mut found: Option<(String, String, Vec<PatchInfo>)> = None;
+        let wanted_kernel = a.select.kernel.first().cloned();
+        let series_name = a.source.series_name.clone();
+        let root = env.root.clone();
+        let (code, run_dir) = execute(env, a, &mut |m, _cache| {
+            let kernel = variants::pick_kernel(m, wanted_kernel.as_deref())?;
+            let sname = variants::pick_series(m, &kernel, series_name.as_deref())?;
+            let s = Series::load_prefix(
+                &sname,
+                &root.join(&m.series[&sname].dir),
+                m.series[&sname].take,
+            )?;
+            variants::prefixes(m, &kernel, &sname, s.patches.len());
+            found = Some((kernel, sname, s.info()));
+            Ok(())
+        })?;
+        let Some((kernel, series, patches)) = found else {
+            return Ok(code);
+        };
+        let stored = Stored {
+            command,
+            kernel,
+            series,
+            patches,
+        };
+        cache::write_atomic(
+            &run_dir.join("sweep.json"),
+            serde_json::to_string_pretty(&stored)?.as_bytes(),
+        )?;
+        if let Ok(run) = results::Run::load(&run_dir.join("results.json")) {
+            let md = crate::bisect::report::sweep_markdown(
+                &run,
+                &stored.kernel,
+                &stored.series,
+                &stored.patches,
+            );
+            std::fs::write(run_dir.join("sweep.md"), &md)?;
+            println!("{md}");
+            println!("sweep: {}", run_dir.join("sweep.md").display());
+        }
+        Ok(code)
+    }
+}

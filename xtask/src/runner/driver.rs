@@ -1,0 +1,465 @@
+//! The run driver: a results.json being filled cell by cell. `matrix` and
+//! `sweep` run their selected cells through it (in turn, or interleaved:
+//! every cell prepared first, then the boots of compared cells alternated
+//! as `schedule` says, with more boots for a comparison still undecided);
+//! `bisect` and `bisect-step` run one cell at a time through it and record
+//! each. It owns resuming (cells already in results.json are skipped),
+//! recording (run.log, results.json rewritten atomically with the
+//! comparisons after every cell) and what an interruption leaves (nothing
+//! unfinished is recorded).
+//!
+//! It decides nothing about which cells (the CLI and bisect do) and renders
+//! nothing but progress lines (summary.md and the reports are the caller's).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::{policy::Policy, schedule, CellRun, Ctx};
+use crate::host::{cache::Cache, signals, ui};
+use crate::plan::matrix::{Cell, Matrix};
+use crate::report::compare;
+use crate::schema::{self as results, CellResult, Run};
+
+/// What a run is asked for beyond its cells.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Extra kernel command line (fault injection, debugging).
+    pub extra_cmdline: Vec<String>,
+    /// Overrides run.cell_timeout_s.
+    pub cell_timeout_s: Option<u64>,
+    /// Overrides run.boots.
+    pub boots: Option<u32>,
+    /// Overrides run.max_boots.
+    pub max_boots: Option<u32>,
+    /// Re-runs of a cell not as expected (`runner::retry`).
+    pub retries: u32,
+    /// Continue the run: cells already in results.json are skipped.
+    pub resume: bool,
+    /// The matrix file as the user gave it (results.json, reproducers).
+    pub matrix_shown: String,
+}
+
+pub enum Opened<'a> {
+    Ready(Driver<'a>),
+    /// results.json exists and cannot be read: it is never replaced (its
+    /// finished cells would be lost); the reason is already printed.
+    Refused(PathBuf),
+}
+
+pub struct Driver<'a> {
+    pub ctx: Ctx<'a>,
+    ui: &'a ui::Ui,
+    run: Run,
+    run_dir: PathBuf,
+    results_path: PathBuf,
+    retries: u32,
+    resume: bool,
+}
+
+/// `results/<timestamp>` under the harness's checkout, with
+/// `results/latest` pointing at it.
+pub fn new_run_dir(root: &Path) -> Result<PathBuf> {
+    let d = root.join("results").join(crate::util::timestamp());
+    std::fs::create_dir_all(&d)?;
+    let latest = root.join("results/latest");
+    let _ = std::fs::remove_file(&latest);
+    let _ = std::os::unix::fs::symlink(d.file_name().expect("named"), &latest);
+    Ok(d)
+}
+
+/// A results.json of this schema, or a new empty run.
+pub fn load_or_new(path: &Path, matrix_shown: &str) -> Result<Run> {
+    if path.exists() {
+        let r = Run::load(path)?;
+        anyhow::ensure!(
+            r.schema == results::SCHEMA_VERSION,
+            "{} has results.json schema {}; this harness writes schema {}",
+            path.display(),
+            r.schema,
+            results::SCHEMA_VERSION
+        );
+        Ok(r)
+    } else {
+        Ok(Run {
+            schema: results::SCHEMA_VERSION,
+            started: crate::util::timestamp(),
+            host: crate::host::info::host_info(),
+            matrix: matrix_shown.to_string(),
+            cells: vec![],
+            comparisons: vec![],
+        })
+    }
+}
+
+impl<'a> Driver<'a> {
+    /// The run in `run_dir`: its results.json extended (cells re-run
+    /// replace theirs), or a new one.
+    pub fn open(
+        m: &'a Matrix,
+        root: &Path,
+        cache: &'a Cache,
+        policy: Policy,
+        run_dir: PathBuf,
+        opts: RunOptions,
+        ui: &'a ui::Ui,
+    ) -> Result<Opened<'a>> {
+        std::fs::create_dir_all(&run_dir)?;
+        let run_dir = std::fs::canonicalize(&run_dir)?;
+        let results_path = run_dir.join("results.json");
+        let run = match load_or_new(&results_path, &opts.matrix_shown) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!(
+                    "error: {e:#}\nrefusing to overwrite {}: it holds results this version cannot read. Move it away, or pick another --out.",
+                    results_path.display()
+                );
+                return Ok(Opened::Refused(run_dir));
+            }
+        };
+        let mut ctx = Ctx::new(m, root.to_path_buf(), cache, run_dir.clone(), policy);
+        ctx.extra_cmdline = opts.extra_cmdline;
+        ctx.cell_timeout_s = opts.cell_timeout_s;
+        ctx.boots = opts.boots;
+        ctx.max_boots = opts.max_boots;
+        ctx.matrix_path = Some(opts.matrix_shown);
+        Ok(Opened::Ready(Driver {
+            ctx,
+            ui,
+            run,
+            run_dir,
+            results_path,
+            retries: opts.retries,
+            resume: opts.resume,
+        }))
+    }
+
+    pub fn run(&self) -> &Run {
+        &self.run
+    }
+
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// The run as recorded, and where.
+    pub fn into_run(self) -> (Run, PathBuf) {
+        (self.run, self.run_dir)
+    }
+
+    /// The cells still to run, with their place in `cells` (with --resume,
+    /// those in results.json are said to be skipped).
+    fn todo<'c>(&self, cells: &'c [Cell]) -> Vec<(usize, &'c Cell)> {
+        let mut todo = Vec::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if self.resume && self.run.cells.iter().any(|c| c.id == cell.id()) {
+                self.ui
+                    .cell(i + 1, cells.len(), &cell.id())
+                    .finish("already in results.json (--resume): skipped");
+            } else {
+                todo.push((i, cell));
+            }
+        }
+        todo
+    }
+
+    fn announce(&self, n: usize) {
+        self.ui.println(&format!(
+            "kmatrix: {n} cells, cache {}, results {}",
+            self.ctx.cache.root.display(),
+            self.run_dir.display()
+        ));
+    }
+
+    /// Records a finished cell: its progress line, run.log, results.json
+    /// with the comparisons. False when the run was interrupted (whatever
+    /// the cell shows was caused by that): nothing is recorded.
+    pub fn record(&mut self, r: CellResult, cu: &ui::CellUi) -> Result<bool> {
+        let line = outcome_line(&r);
+        cu.finish(&line);
+        if signals::interrupted() {
+            self.ui.println(&format!(
+                "{}: interrupted; not recorded (finish it with --resume {})",
+                r.id,
+                self.run_dir.display()
+            ));
+            return Ok(false);
+        }
+        // One line per finished cell, kept with the run (a sweep's step log).
+        append_line(&self.run_dir.join("run.log"), &format!("{} {line}", r.id));
+        self.save(r)?;
+        Ok(true)
+    }
+
+    /// Puts a cell's result into results.json (replacing one of the same
+    /// id) with the comparisons recomputed, atomically.
+    pub fn save(&mut self, r: CellResult) -> Result<()> {
+        self.run.upsert(r);
+        self.run.comparisons = compare::compare(&self.run, self.ctx.matrix);
+        self.run.save(&self.results_path)
+    }
+
+    /// Cell after cell, each with all its boots in a row (`--no-interleave`).
+    pub fn run_in_turn(&mut self, cells: &[Cell]) -> Result<()> {
+        self.announce(cells.len());
+        for (i, cell) in self.todo(cells) {
+            if signals::interrupted() {
+                break;
+            }
+            let cu = self.ui.cell(i + 1, cells.len(), &cell.id());
+            let r = super::run_cell_with_retries(&self.ctx, cell, self.retries, &cu);
+            if !self.record(r, &cu)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every cell prepared (built) first; a cell that fails there is
+    /// finished at once. Then the schedule picks each next boot, groups of
+    /// compared cells get more boots while a comparison is undecided, and a
+    /// cell is finished (and recorded) as soon as it wants no more boots.
+    pub fn run_interleaved(&mut self, cells: &[Cell]) -> Result<()> {
+        self.announce(cells.len());
+        let todo = self.todo(cells);
+        let ui = self.ui;
+        // A progress line per cell from the start: all are in flight.
+        let uis: Vec<ui::CellUi> = todo
+            .iter()
+            .map(|(i, c)| ui.cell(i + 1, cells.len(), &c.id()))
+            .collect();
+        let mut live: Vec<Option<CellRun>> = Vec::new();
+        for ((_, cell), cu) in todo.iter().zip(&uis) {
+            if signals::interrupted() {
+                break;
+            }
+            live.push(Some(super::start_cell(&self.ctx, cell, cu)));
+        }
+        let refs: Vec<&Cell> = todo.iter().map(|(_, c)| *c).collect();
+        let groups = schedule::groups(&refs);
+        let mut go = true;
+        while go {
+            self.extend_undecided_groups(&mut live, &groups, &refs);
+            go = self.finish_done(&mut live, &groups, &refs, &uis)?;
+            let slots: Vec<schedule::Slot> = live
+                .iter()
+                .zip(&groups)
+                .map(|(c, &group)| schedule::Slot {
+                    group,
+                    booted: c.as_ref().map_or(0, |c| c.booted()),
+                    wants: c.as_ref().is_some_and(|c| c.wants_boot()),
+                })
+                .collect();
+            match schedule::next(&slots) {
+                Some(k) if go && !signals::interrupted() => live[k]
+                    .as_mut()
+                    .expect("wants a boot")
+                    .boot_next(&self.ctx, &uis[k]),
+                _ => go = false,
+            }
+        }
+        // Only an interruption leaves cells unfinished (or unprepared).
+        for (k, cu) in uis.iter().enumerate() {
+            if live.get(k).is_some_and(|c| c.is_none()) {
+                continue;
+            }
+            cu.finish(&format!(
+                "interrupted; not recorded (finish it with --resume {})",
+                self.run_dir.display()
+            ));
+        }
+        Ok(())
+    }
+
+    /// A group through its planned boots with a comparison still too noisy
+    /// (or a split pair's claimed state unseen): more boots for its cells,
+    /// up to the run's maximum.
+    fn extend_undecided_groups(
+        &self,
+        live: &mut [Option<CellRun>],
+        groups: &[usize],
+        cells: &[&Cell],
+    ) {
+        let max_boots = self.ctx.max_boots();
+        for g in 0..groups.iter().max().map_or(0, |g| g + 1) {
+            let members: Vec<usize> = (0..live.len())
+                .filter(|&k| groups[k] == g && live[k].is_some())
+                .collect();
+            let cell = |k: usize| live[k].as_ref().expect("live member");
+            if members.is_empty()
+                || members.iter().any(|&k| cell(k).wants_boot())
+                || !members.iter().any(|&k| cell(k).may_boot_more(max_boots))
+                || signals::interrupted()
+            {
+                continue;
+            }
+            self.more_boots_for_group(live, &members, cells, max_boots);
+        }
+    }
+
+    /// Finishes (merges, checks, retries, records) the cells that want no
+    /// more boots, in matrix order; a cell that may still get boots waits
+    /// for the rest of its group. False when the run was interrupted.
+    fn finish_done(
+        &mut self,
+        live: &mut [Option<CellRun>],
+        groups: &[usize],
+        cells: &[&Cell],
+        uis: &[ui::CellUi],
+    ) -> Result<bool> {
+        let max_boots = self.ctx.max_boots();
+        for k in 0..live.len() {
+            let waits = live[k].as_ref().is_some_and(|c| c.may_boot_more(max_boots))
+                && live
+                    .iter()
+                    .zip(groups)
+                    .any(|(o, &g)| g == groups[k] && o.as_ref().is_some_and(|o| o.wants_boot()));
+            let done = live[k].as_ref().is_some_and(|c| !c.wants_boot());
+            if done && !waits && !signals::interrupted() {
+                let first = live[k].take().expect("done").finish(&self.ctx);
+                let r = super::retry(&self.ctx, cells[k], first, self.retries, &uis[k]);
+                if !self.record(r, &uis[k])? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Plans more boots for the cells of a group (all through their boots)
+    /// that a too-noisy comparison of the group's results so far needs, and
+    /// says so.
+    fn more_boots_for_group(
+        &self,
+        live: &mut [Option<CellRun>],
+        members: &[usize],
+        cells: &[&Cell],
+        max_boots: u32,
+    ) {
+        let m = self.ctx.matrix;
+        let so_far = Run {
+            schema: results::SCHEMA_VERSION,
+            started: String::new(),
+            host: Default::default(),
+            matrix: String::new(),
+            cells: members
+                .iter()
+                .filter_map(|&k| live[k].as_ref().and_then(|c| c.so_far()).cloned())
+                .collect(),
+            comparisons: vec![],
+        };
+        let cs = compare::compare(&so_far, m);
+        let member = |id: &str| members.iter().copied().find(|&k| cells[k].id() == id);
+        let wanted = schedule::undecided(&cs, |id, metric| {
+            member(id).is_some_and(|k| {
+                let booted = live[k].as_ref().map_or(0, |c| c.booted());
+                m.measured_in_boot(cells[k], metric, booted + 1)
+            })
+        });
+        // Every cell of the group boots again, not only those of the
+        // undecided comparisons: the group's cells stay in step, so their
+        // boots still pair up one for one (compare::interleaved).
+        let Some(&(_, why)) = wanted.first() else {
+            return;
+        };
+        for &k in members {
+            let id = cells[k].id();
+            let why = wanted
+                .iter()
+                .find(|(w, _)| *w == id)
+                .map_or(why, |(_, c)| *c);
+            let Some(c) = live[k].as_mut() else { continue };
+            let from = c.booted() + 1;
+            // No more than the cell's tests want (`[test] boots`).
+            let to = c.more_boots(schedule::MORE_BOOTS, m.cell_boots(cells[k], max_boots));
+            if to > 0 {
+                let boots = if from == to {
+                    format!("boot {to}")
+                } else {
+                    format!("boots {from}-{to}")
+                };
+                self.ui.println(&format!(
+                    "{id}: {boots} (of up to {max_boots}): {}",
+                    schedule::why_more(why)
+                ));
+            }
+        }
+    }
+}
+
+/// A finished cell's progress line: outcome, whether as expected, where
+/// its time went.
+pub fn outcome_line(r: &CellResult) -> String {
+    let t = &r.timings;
+    let build = if t.build_cached {
+        "cached".to_string()
+    } else {
+        format!(
+            "{:.1}s{}",
+            t.build_s,
+            if t.build_incremental {
+                " incremental"
+            } else {
+                ""
+            }
+        )
+    };
+    format!(
+        "{}{} (source {:.1}s, config {:.1}s, build {build}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s; {})",
+        r.outcome,
+        if r.as_expected { "" } else { " NOT AS EXPECTED" },
+        t.source_s,
+        t.config_s,
+        t.rootfs_s,
+        t.boot_s,
+        t.guest_s,
+        r.accel
+    )
+}
+
+/// Appends a timestamped line to a log kept with a run (best effort: a
+/// log that cannot be written loses a line, never the run).
+pub fn append_line(path: &Path, line: &str) {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{} {line}", crate::util::timestamp());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Outcome, Timings};
+
+    #[test]
+    fn the_outcome_line_says_where_the_time_went() {
+        let mut r = CellResult::blank("6.1/base/x86_64/tiny", Outcome::Pass);
+        r.as_expected = true;
+        r.accel = "tcg,thread=multi".into();
+        r.timings = Timings {
+            source_s: 1.04,
+            config_s: 0.5,
+            build_s: 6.66,
+            build_incremental: true,
+            rootfs_s: 2.0,
+            boot_s: 30.25,
+            guest_s: 20.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            outcome_line(&r),
+            "pass (source 1.0s, config 0.5s, build 6.7s incremental, rootfs 2.0s, boot 30.2s, guest 20.0s; tcg,thread=multi)"
+        );
+        r.as_expected = false;
+        r.outcome = Outcome::Crash;
+        r.timings.build_cached = true;
+        assert_eq!(
+            outcome_line(&r),
+            "crash NOT AS EXPECTED (source 1.0s, config 0.5s, build cached, rootfs 2.0s, boot 30.2s, guest 20.0s; tcg,thread=multi)"
+        );
+    }
+}
