@@ -26,7 +26,14 @@ fn out_dir(name: &str) -> PathBuf {
 /// test's options; `--test` only picks what runs), in 3 boots rather than
 /// the matrix's 6: these tests check what the harness does, and 3 boots
 /// already give every per-boot and across-boot path.
-const SECCOMP_ONLY: &[&str] = &["--test", "seccomp_bpf", "--test", "seccomp_notify", "--boots", "3"];
+const SECCOMP_ONLY: &[&str] = &[
+    "--test",
+    "seccomp_bpf",
+    "--test",
+    "seccomp_notify",
+    "--boots",
+    "3",
+];
 
 /// Runs `xtask matrix` on one cell; returns (exit code, results.json).
 fn run_cell(cell: &str, name: &str, extra: &[&str]) -> (i32, Value, PathBuf) {
@@ -131,7 +138,12 @@ fn x86_64_with_series_passes_every_seccomp_case() {
         .find(|x| x["name"] == "seccomp_notify.host.wake_gap_pct")
         .expect("wake_gap_pct reported");
     assert_eq!(pct["unit"], "%");
-    let g: Vec<f64> = pct["samples"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let g: Vec<f64> = pct["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
     assert_eq!(g.len(), 3, "one per boot: {pct}");
     let claims: Vec<&serde_json::Value> = run["comparisons"]
         .as_array()
@@ -149,7 +161,11 @@ fn x86_64_with_series_passes_every_seccomp_case() {
         // Each state's comparison has exactly the boots that were in it.
         let here = g.iter().filter(|&&v| (v >= at) == above).count();
         assert_eq!(c["boots_new"].as_u64().unwrap() as usize, here, "{c}");
-        assert_eq!(split["boots_other"].as_u64().unwrap() as usize, g.len() - here, "{c}");
+        assert_eq!(
+            split["boots_other"].as_u64().unwrap() as usize,
+            g.len() - here,
+            "{c}"
+        );
         if above {
             assert_eq!(c["verdict"], "improved", "wake gap {g:?}: {c}");
         } else {
@@ -161,7 +177,10 @@ fn x86_64_with_series_passes_every_seccomp_case() {
         .as_array()
         .unwrap()
         .iter()
-        .any(|c| c["new_metric"].as_str().unwrap().starts_with("seccomp_notify.host.")));
+        .any(|c| c["new_metric"]
+            .as_str()
+            .unwrap()
+            .starts_with("seccomp_notify.host.")));
     // Logs and reproducers are where results.json says.
     assert!(Path::new(cell["logs"]["console"].as_str().unwrap()).exists());
     assert!(cell["reproduce"]["qemu"]
@@ -395,20 +414,49 @@ fn too_noisy_comparisons_get_alternating_boots_their_tests_run_in() {
     let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["matrix", "--matrix"])
         .arg(&matrix)
-        .args(["--aa", "--kernel", "6.1", "--arch", "x86_64", "--variant", "base"])
-        .args(["--variant", "base~aa", "--test", "rseq", "--boots", "2", "--max-boots", "6", "--out"])
+        .args([
+            "--aa",
+            "--kernel",
+            "6.1",
+            "--arch",
+            "x86_64",
+            "--variant",
+            "base",
+        ])
+        .args([
+            "--variant",
+            "base~aa",
+            "--test",
+            "rseq",
+            "--boots",
+            "2",
+            "--max-boots",
+            "6",
+            "--out",
+        ])
         .arg(&out)
         .current_dir(root)
         .output()
         .expect("running xtask");
     // The summary goes to stdout, progress lines to stderr.
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    let stdout =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stdout}");
     let run: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let seqs = |id: &str| -> Vec<u64> {
-        let c = run["cells"].as_array().unwrap().iter().find(|c| c["id"] == id).unwrap();
-        c["boots"].as_array().unwrap().iter().map(|b| b["seq"].as_u64().unwrap()).collect()
+        let c = run["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap();
+        c["boots"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["seq"].as_u64().unwrap())
+            .collect()
     };
     // Pairs back to back, the order turning every round: base, twin,
     // twin, base, base, twin.
@@ -429,7 +477,11 @@ fn too_noisy_comparisons_get_alternating_boots_their_tests_run_in() {
     assert!(!ab.is_empty());
     // Compared pair by pair.
     for c in ab {
-        assert_eq!((c["boots_base"].as_u64(), c["boots_new"].as_u64()), (Some(3), Some(3)), "{c}");
+        assert_eq!(
+            (c["boots_base"].as_u64(), c["boots_new"].as_u64()),
+            (Some(3), Some(3)),
+            "{c}"
+        );
         assert_eq!(c["p_test"], "paired-boot-medians", "{c}");
     }
 }

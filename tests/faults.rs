@@ -913,14 +913,20 @@ fn a_task_hung_in_the_kernel_panics_the_guest_with_the_report() {
             && ev.contains("blocked for more than 2 seconds"),
         "{ev}"
     );
-    assert!(ev.contains("(fatal): Kernel panic - not syncing: hung_task: blocked tasks"), "the panic: {ev}");
+    assert!(
+        ev.contains("(fatal): Kernel panic - not syncing: hung_task: blocked tasks"),
+        "the panic: {ev}"
+    );
     let boot = &c["boots"][0];
     let took = boot["duration_s"].as_f64().unwrap();
     println!("hungtask boot: {took:.1} s (the cell's budget: 240 s)");
     assert!(took < 150.0, "{boot}");
     // The reproducer boots the same way.
     assert!(
-        c["reproduce"]["qemu"].as_str().unwrap().contains("sysctl.kernel.hung_task_panic=1"),
+        c["reproduce"]["qemu"]
+            .as_str()
+            .unwrap()
+            .contains("sysctl.kernel.hung_task_panic=1"),
         "{c}"
     );
 }

@@ -165,7 +165,9 @@ fn merging_a_split_run_gives_back_its_comparisons_exactly() {
                 // The verdict leads the last column ("too noisy to judge"
                 // goes on with the boots' spread).
                 .any(|l| l.starts_with(&row)
-                    && l.rsplit('|').nth(1).is_some_and(|v| v.trim().starts_with(words))),
+                    && l.rsplit('|')
+                        .nth(1)
+                        .is_some_and(|v| v.trim().starts_with(words))),
             "no row {row} ... {words} in\n{summary}"
         );
     }
