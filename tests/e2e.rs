@@ -280,7 +280,7 @@ fn boot_gives_an_interactive_shell() {
     assert!(seen.contains("seccomp_bpf"), "{seen}");
 }
 
-/// The issue 9 checks (tests/checks/matrix.toml: the default matrix's
+/// The rseq, membarrier and mm_cid checks (tests/checks/matrix.toml: the default matrix's
 /// kernels and options, lighter selftest cases and budgets).
 const CHECKS: &[&str] = &[
     "--matrix",

@@ -10,6 +10,9 @@
 //! consumer is absent says so and passes, unless CI is set: there setup
 //! has run and a missing consumer is a failure.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -96,15 +99,7 @@ fn venv_python(test: &str) -> Option<PathBuf> {
     if py.exists() {
         return Some(py);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing in CI: `cargo xtask setup` makes it",
-        py.display()
-    );
-    eprintln!(
-        "{test}: skipped: {} is missing (run `cargo xtask setup`)",
-        py.display()
-    );
+    support::missing(test, &py.display().to_string());
     None
 }
 
@@ -562,7 +557,10 @@ fn html_renders_in_chromium_with_every_verdict_and_sample() {
             .is_ok_and(|o| o.status.success())
     });
     let Some(chromium) = chromium else {
-        eprintln!("html_renders_in_chromium_with_every_verdict_and_sample: skipped: no chromium on PATH (`cargo xtask setup` installs it)");
+        support::missing(
+            "html_renders_in_chromium_with_every_verdict_and_sample",
+            "chromium (on PATH)",
+        );
         return;
     };
     let d = tmp("html");
