@@ -368,3 +368,117 @@ pub fn report_regressions(cs: &[crate::schema::Comparison]) -> bool {
     }
     any
 }
+
+#[cfg(test)]
+mod tests {
+    use super::matrix::MatrixArgs;
+    use super::*;
+
+    fn env() -> Env {
+        Env {
+            root: "/opt/kmatrix".into(),
+            cwd: "/home/dev/linux".into(),
+        }
+    }
+
+    fn matrix_args(args: &[&str]) -> MatrixArgs {
+        let cli = Cli::try_parse_from(["cargo xtask", "matrix"].iter().chain(args)).unwrap();
+        match cli.cmd {
+            Cmd::Matrix(m) => m.args,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn typed_paths_resolve_against_the_directory_they_were_typed_in() {
+        let e = env();
+        let mut a = matrix_args(&[
+            "--matrix",
+            "mine.toml",
+            "--series",
+            "patches",
+            "--tree",
+            "/src/linux",
+            "--out",
+            "runs/a",
+        ]);
+        a.resolve(&e);
+        assert_eq!(a.source.series_dir, Some("/home/dev/linux/patches".into()));
+        assert_eq!(a.source.tree, Some("/src/linux".into()));
+        assert_eq!(a.out, Some("/home/dev/linux/runs/a".into()));
+        // --matrix is kept as typed (results.json, reproducers) and read
+        // from the user's directory.
+        assert_eq!(a.matrix.shown(), "mine.toml");
+        assert_eq!(
+            a.matrix.file(&e),
+            PathBuf::from("/home/dev/linux/mine.toml")
+        );
+    }
+
+    #[test]
+    fn the_default_matrix_is_the_harness_own() {
+        let a = matrix_args(&[]);
+        assert_eq!(
+            a.matrix.file(&env()),
+            PathBuf::from("/opt/kmatrix/matrix.toml")
+        );
+        assert_eq!(a.matrix.shown(), "matrix.toml");
+        assert_eq!(
+            env().results("latest"),
+            PathBuf::from("/opt/kmatrix/results/latest")
+        );
+    }
+
+    #[test]
+    fn policy_flags_turn_pinning_and_keep_busy_off() {
+        let a = matrix_args(&["--no-pin"]);
+        assert!(a.policy.no_pin && !a.policy.no_keep_busy);
+        let p = Policy::default();
+        let mut q = p.clone();
+        q.pin_vcpus &= !a.policy.no_pin;
+        q.keep_busy &= !a.policy.no_keep_busy;
+        assert!(!q.pin_vcpus && q.keep_busy);
+    }
+
+    #[test]
+    fn conflicting_and_out_of_range_flags_are_refused_by_the_parser() {
+        for bad in [
+            &["matrix", "--out", "a", "--resume", "b"][..],
+            &["matrix", "--boots", "0"],
+            &["matrix", "--boots", "51"],
+            &["matrix", "--range", "a..b"],
+            &["matrix", "--tree", "t", "--rev", "x", "--range", "a..b"],
+            &["compare", "--out", "x"],
+            &["merge", "run"],
+        ] {
+            let r = Cli::try_parse_from(["cargo xtask"].iter().chain(bad));
+            assert!(r.is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_stored_matrix_command_round_trips() {
+        let mut a = matrix_args(&[
+            "--kernel",
+            "6.1",
+            "--test",
+            "seccomp_bpf",
+            "--boots",
+            "2",
+            "--no-keep-busy",
+            "--series",
+            "p",
+            "--patches",
+            "3",
+            "--cmdline",
+            "quiet",
+        ]);
+        a.resolve(&env());
+        let back: MatrixArgs = serde_json::from_value(serde_json::to_value(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
+        assert_eq!(back.select.kernel, ["6.1"]);
+        assert_eq!(back.boots, Some(2));
+        assert_eq!(back.source.patches, Some(3));
+        assert!(back.policy.no_keep_busy);
+    }
+}

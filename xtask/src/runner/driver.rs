@@ -271,6 +271,25 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
+    /// Each live cell as the schedule's end-of-round rules see it.
+    fn standings(
+        &self,
+        live: &[Option<CellRun>],
+        groups: &[usize],
+    ) -> Vec<Option<schedule::Standing>> {
+        let max_boots = self.ctx.max_boots();
+        live.iter()
+            .zip(groups)
+            .map(|(c, &group)| {
+                c.as_ref().map(|c| schedule::Standing {
+                    group,
+                    wants: c.wants_boot(),
+                    may_more: c.may_boot_more(max_boots),
+                })
+            })
+            .collect()
+    }
+
     /// A group through its planned boots with a comparison still too noisy
     /// (or a split pair's claimed state unseen): more boots for its cells,
     /// up to the run's maximum.
@@ -280,20 +299,14 @@ impl<'a> Driver<'a> {
         groups: &[usize],
         cells: &[&Cell],
     ) {
-        let max_boots = self.ctx.max_boots();
-        for g in 0..groups.iter().max().map_or(0, |g| g + 1) {
+        if signals::interrupted() {
+            return;
+        }
+        for g in schedule::groups_to_extend(&self.standings(live, groups)) {
             let members: Vec<usize> = (0..live.len())
                 .filter(|&k| groups[k] == g && live[k].is_some())
                 .collect();
-            let cell = |k: usize| live[k].as_ref().expect("live member");
-            if members.is_empty()
-                || members.iter().any(|&k| cell(k).wants_boot())
-                || !members.iter().any(|&k| cell(k).may_boot_more(max_boots))
-                || signals::interrupted()
-            {
-                continue;
-            }
-            self.more_boots_for_group(live, &members, cells, max_boots);
+            self.more_boots_for_group(live, &members, cells, self.ctx.max_boots());
         }
     }
 
@@ -307,20 +320,16 @@ impl<'a> Driver<'a> {
         cells: &[&Cell],
         uis: &[ui::CellUi],
     ) -> Result<bool> {
-        let max_boots = self.ctx.max_boots();
-        for k in 0..live.len() {
-            let waits = live[k].as_ref().is_some_and(|c| c.may_boot_more(max_boots))
-                && live
-                    .iter()
-                    .zip(groups)
-                    .any(|(o, &g)| g == groups[k] && o.as_ref().is_some_and(|o| o.wants_boot()));
-            let done = live[k].as_ref().is_some_and(|c| !c.wants_boot());
-            if done && !waits && !signals::interrupted() {
-                let first = live[k].take().expect("done").finish(&self.ctx);
-                let r = super::retry(&self.ctx, cells[k], first, self.retries, &uis[k]);
-                if !self.record(r, &uis[k])? {
-                    return Ok(false);
-                }
+        // One cell finished changes no other's standing: the group's
+        // boots are all planned before any of its cells is finished.
+        for k in schedule::finishable(&self.standings(live, groups)) {
+            if signals::interrupted() {
+                break;
+            }
+            let first = live[k].take().expect("finishable").finish(&self.ctx);
+            let r = super::retry(&self.ctx, cells[k], first, self.retries, &uis[k]);
+            if !self.record(r, &uis[k])? {
+                return Ok(false);
             }
         }
         Ok(true)

@@ -131,6 +131,53 @@ pub fn why_more(c: &Comparison) -> String {
     }
 }
 
+/// A cell still in flight, as the end of a round of the schedule sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Standing {
+    pub group: usize,
+    /// It wants another of its planned boots.
+    pub wants: bool,
+    /// More boots could still be added to it (below the maximum, kernel alive).
+    pub may_more: bool,
+}
+
+/// The groups whose cells are all through their planned boots and of
+/// which some cell could still get more: where an undecided comparison
+/// may add boots. `None`: a cell already finished.
+pub fn groups_to_extend(cells: &[Option<Standing>]) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    for s in cells.iter().flatten() {
+        if out.contains(&s.group) {
+            continue;
+        }
+        let members = || cells.iter().flatten().filter(|o| o.group == s.group);
+        if !members().any(|o| o.wants) && members().any(|o| o.may_more) {
+            out.push(s.group);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The cells to finish now, in matrix order: those that want no more
+/// boots, except one that may still get more while another cell of its
+/// group is booting (its group's comparisons are not made yet).
+pub fn finishable(cells: &[Option<Standing>]) -> Vec<usize> {
+    cells
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| Some((k, (*s)?)))
+        .filter(|(_, s)| {
+            let group_boots = cells
+                .iter()
+                .flatten()
+                .any(|o| o.group == s.group && o.wants);
+            !s.wants && !(s.may_more && group_boots)
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,5 +347,46 @@ mod tests {
         let mut noisy = split(true, 3);
         noisy.verdict = Verdict::TooNoisy;
         assert_eq!(undecided(&[noisy], |_, _| true).len(), 1);
+    }
+
+    fn st(group: usize, wants: bool, may_more: bool) -> Option<Standing> {
+        Some(Standing {
+            group,
+            wants,
+            may_more,
+        })
+    }
+
+    #[test]
+    fn a_group_is_extended_only_when_all_its_cells_are_through_their_boots() {
+        // Group 0: both through their boots, one may get more. Group 1:
+        // one still booting. Group 2: through, none may get more (crashed
+        // or at the maximum). Group 3: its only live cell may get more; the
+        // other is finished.
+        let cells = [
+            st(0, false, true),
+            st(0, false, false),
+            st(1, true, true),
+            st(1, false, true),
+            st(2, false, false),
+            st(2, false, false),
+            None,
+            st(3, false, true),
+        ];
+        assert_eq!(groups_to_extend(&cells), vec![0, 3]);
+        assert_eq!(groups_to_extend(&[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_cell_that_may_get_more_boots_waits_for_its_group() {
+        let cells = [
+            st(0, false, true),  // may get more, its partner still boots: waits
+            st(0, true, true),   // still booting
+            st(1, false, false), // done for good (crashed): finished at once
+            st(1, true, true),
+            st(2, false, true), // its group is through: finished (not extended)
+            None,
+        ];
+        assert_eq!(finishable(&cells), vec![2, 4]);
     }
 }
