@@ -6,11 +6,12 @@
  * task_mm_cid_work (at most every 100 ms per mm, MM_CID_SCAN_DELAY), which
  * runs on that task's next return to user space and walks every *possible*
  * CPU to compact the mm's concurrency ids.  Its cost grows with the number
- * of possible CPUs, not online ones, and the busy task pays it.  The seed
- * series ("sched: improve task_mm_cid_work impact on isolated systems")
- * scans only the CPUs of the mm's cid mask and moves the work out of the
- * return-to-user path.  Under TCG with ~255 possible CPUs the work shows as
- * a 10 Hz train of ~190 us gaps (../shared/CONTEXT.md); with 2 or 64
+ * of possible CPUs, not online ones, and the busy task pays it.  The
+ * series "sched: improve task_mm_cid_work impact on isolated systems"
+ * (Gabriele Monaco, <20241202140735.56368-1-gmonaco@redhat.com>) scans only
+ * the CPUs of the mm's cid mask and moves the work out of the
+ * return-to-user path.  Under TCG with ~255 possible CPUs the work is
+ * expected to show as a 10 Hz train of gaps of ~190 us; with 2 or 64
  * possible CPUs it is lost in the tick (~25 us) and host noise.
  *
  * What: one thread, pinned to CPU 1 (or, without CPU 1, the last allowed
