@@ -350,7 +350,7 @@ fn rseq_membarrier_mm_cid_checks_run_on_6_12_and_skip_mm_cid_on_6_1() {
             "{t}: {cases:?}"
         );
     }
-    // The seed's orderings, which hold by a wide margin under TCG too.
+    // The orderings the rseq merge (2018) reported, which hold by a wide margin under TCG too.
     assert!(median(cell, "rseq.counter.rseq") < median(cell, "rseq.counter.atomic"));
     assert!(median(cell, "rseq.cpu_id.rseq_area") < median(cell, "rseq.cpu_id.getcpu_syscall"));
     // An IPI to the other vCPU costs more than none.
