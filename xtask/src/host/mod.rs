@@ -1,6 +1,7 @@
 //! The host: packages, the cache and its lock, signals, the terminal, and
 //! bounded subprocesses.
 pub mod cache;
+pub mod events;
 pub mod info;
 pub mod proc;
 pub mod setup;

@@ -1,5 +1,5 @@
 //! Progress: an indicatif spinner per cell on a terminal; plain, timestamped
-//! lines in a CI log. A consumer of the runner's events (runner::events);
+//! lines in a CI log. A consumer of the runner's events (host::events);
 //! nothing here decides anything.
 
 use std::time::{Duration, Instant};
@@ -63,9 +63,9 @@ impl Ui {
     }
 }
 
-impl crate::runner::events::Sink for CellUi<'_> {
-    fn event(&self, e: crate::runner::events::Event<'_>) {
-        use crate::runner::events::Event;
+impl crate::host::events::Sink for CellUi<'_> {
+    fn event(&self, e: crate::host::events::Event<'_>) {
+        use crate::host::events::Event;
         match e {
             Event::Phase { phase, what, .. } => self.phase(&phase.to_string(), what),
             Event::Detail { line, .. } => self.detail(line),

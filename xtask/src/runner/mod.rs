@@ -13,7 +13,6 @@
 //! run; this module decides nothing about which cells.
 
 pub mod driver;
-pub mod events;
 pub mod policy;
 pub mod schedule;
 
@@ -34,7 +33,7 @@ use crate::build::source::{self, Base, Series, Trees};
 use crate::host::cache::Cache;
 use crate::plan::matrix::{Cell, Matrix, TestKind};
 use crate::schema::*;
-use events::{CellEvents, Phase, Sink};
+use crate::host::events::{CellEvents, Phase, Sink};
 
 pub struct Ctx<'a> {
     pub matrix: &'a Matrix,

@@ -1,5 +1,5 @@
 //! What the runner tells the world while it works: an event stream. The
-//! terminal UI (host::ui) consumes it today; a JSON or CI reporter, bisect
+//! terminal UI (`ui.rs`) consumes it today; a JSON or CI reporter, bisect
 //! and sweep drivers can consume the same events. The runner never prints.
 
 use std::fmt;
