@@ -160,3 +160,68 @@ fn the_log_word_rule_finds_what_it_should() {
         assert!(!re.is_match(ok), "false alarm on {ok:?}");
     }
 }
+
+/// The stage folders of xtask/src in layers: a module may use modules of
+/// lower layers only (never its own layer's others, never a higher one),
+/// so the import graph has no circle and nothing imports main.rs or cli/.
+const LAYERS: &[&[&str]] = &[
+    &["util", "schema", "golden"],
+    &["plan"],
+    &["host"],
+    &["stats", "kinds"],
+    &["analyze", "build", "boot"],
+    &["runner", "report"],
+    &["bisect"],
+    &["cli"],
+    &["main"],
+];
+
+fn layer(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+/// The top-level module a file of xtask/src belongs to.
+fn module_of(rel: &Path) -> String {
+    let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+#[test]
+fn stage_folders_import_only_lower_layers() {
+    let src = root().join("xtask/src");
+    let re = regex::Regex::new(r"crate::([a-z_]+)").unwrap();
+    let mut bad = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for f in files("xtask/src", &|p| ext(p, "rs")) {
+        let rel = f.strip_prefix(&src).unwrap();
+        let from = module_of(rel);
+        let Some(lf) = layer(&from) else {
+            bad.push(format!("{}: module {from} is in no layer", rel.display()));
+            continue;
+        };
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for c in re.captures_iter(line) {
+                let to = c[1].to_string();
+                if to == from {
+                    continue;
+                }
+                seen.insert((from.clone(), to.clone()));
+                match layer(&to) {
+                    Some(lt) if lt < lf => {}
+                    Some(_) => bad.push(format!(
+                        "{}:{}: {from} uses {to}, which is not below it",
+                        rel.display(),
+                        i + 1
+                    )),
+                    None => bad.push(format!("{}:{}: {to} is in no layer", rel.display(), i + 1)),
+                }
+            }
+        }
+    }
+    assert!(seen.len() > 20, "only {} edges seen: the scan is broken", seen.len());
+    assert!(bad.is_empty(), "imports against the layers:\n{}", bad.join("\n"));
+}
