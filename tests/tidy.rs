@@ -182,7 +182,12 @@ fn layer(module: &str) -> Option<usize> {
 
 /// The top-level module a file of xtask/src belongs to.
 fn module_of(rel: &Path) -> String {
-    let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
     first.trim_end_matches(".rs").to_string()
 }
 
@@ -222,6 +227,14 @@ fn stage_folders_import_only_lower_layers() {
             }
         }
     }
-    assert!(seen.len() > 20, "only {} edges seen: the scan is broken", seen.len());
-    assert!(bad.is_empty(), "imports against the layers:\n{}", bad.join("\n"));
+    assert!(
+        seen.len() > 20,
+        "only {} edges seen: the scan is broken",
+        seen.len()
+    );
+    assert!(
+        bad.is_empty(),
+        "imports against the layers:\n{}",
+        bad.join("\n")
+    );
 }

@@ -41,7 +41,7 @@ pub struct RunOptions {
 }
 
 pub enum Opened<'a> {
-    Ready(Driver<'a>),
+    Ready(Box<Driver<'a>>),
     /// results.json exists and cannot be read: it is never replaced (its
     /// finished cells would be lost); the reason is already printed.
     Refused(PathBuf),
@@ -123,7 +123,7 @@ impl<'a> Driver<'a> {
         ctx.boots = opts.boots;
         ctx.max_boots = opts.max_boots;
         ctx.matrix_path = Some(opts.matrix_shown);
-        Ok(Opened::Ready(Driver {
+        Ok(Opened::Ready(Box::new(Driver {
             ctx,
             ui,
             run,
@@ -131,7 +131,7 @@ impl<'a> Driver<'a> {
             results_path,
             retries: opts.retries,
             resume: opts.resume,
-        }))
+        })))
     }
 
     pub fn run(&self) -> &Run {

@@ -31,9 +31,9 @@ use crate::build::guest::{self, CompileOutcome, Program};
 use crate::build::kbuild::{self, BuildOutcome, ConfigOutcome, ConfigRequest};
 use crate::build::source::{self, Base, Series, Trees};
 use crate::host::cache::Cache;
+use crate::host::events::{CellEvents, Phase, Sink};
 use crate::plan::matrix::{Cell, Matrix, TestKind};
 use crate::schema::*;
-use crate::host::events::{CellEvents, Phase, Sink};
 
 pub struct Ctx<'a> {
     pub matrix: &'a Matrix,

@@ -82,10 +82,10 @@ pub fn next(slots: &[Slot]) -> Option<usize> {
 /// had a boot in the state the claim needs, whose metrics another boot of
 /// their cells measures again (`remeasured(cell, metric)`; a test limited
 /// to earlier boots does not).
-pub fn undecided<'a>(
-    cs: &'a [Comparison],
+pub fn undecided(
+    cs: &[Comparison],
     remeasured: impl Fn(&str, &str) -> bool,
-) -> Vec<(&'a str, &'a Comparison)> {
+) -> Vec<(&str, &Comparison)> {
     let mut out: Vec<(&str, &Comparison)> = Vec::new();
     for c in cs
         .iter()
@@ -172,7 +172,7 @@ pub fn finishable(cells: &[Option<Standing>]) -> Vec<usize> {
                 .iter()
                 .flatten()
                 .any(|o| o.group == s.group && o.wants);
-            !s.wants && !(s.may_more && group_boots)
+            !s.wants && (!s.may_more || !group_boots)
         })
         .map(|(k, _)| k)
         .collect()
