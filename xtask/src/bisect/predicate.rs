@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{compare, stats};
+use crate::stats::compare::{self, Pairing};
+use crate::stats::intervals::median_ci;
+use crate::stats::location::{median, summarize};
 use crate::schema::{Better, CellResult, Outcome};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,9 +218,9 @@ pub fn judge(
                 Err(v) => return v,
             };
             let boots = m.by_boot();
-            let med = stats::median(&m.samples);
-            let ci = stats::summarize(&m.samples)
-                .and_then(|s| crate::report::markdown::median_ci(m, &s));
+            let med = median(&m.samples);
+            let ci = summarize(&m.samples)
+                .and_then(|s| median_ci(m, &s));
             let Some((lo, hi)) = ci else {
                 return Verdict::Unclear(format!(
                     "{metric}: {} samples are too few for a CI",
@@ -258,7 +260,7 @@ pub fn judge(
             let Some((ci, p, _, _, _)) =
                 // Bisect judges medians, as its threshold predicate does,
                 // whatever quantile the matrix's comparisons use.
-                compare::compare_boots(&bm.by_boot(), &sm.by_boot(), compare::Pairing::None, better, min_effect_pct, 0.5)
+                compare::compare_boots(&bm.by_boot(), &sm.by_boot(), Pairing::None, better, min_effect_pct, 0.5)
             else {
                 return Verdict::Unclear(format!("{metric}: too few samples to compare"));
             };
@@ -269,8 +271,8 @@ pub fn judge(
             };
             let desc = format!(
                 "{metric}: {:.3} -> {:.3} {} ({w:+.1}% worse [{wlo:+.1}, {whi:+.1}], p={p:.2e}; threshold +{pct}%)",
-                stats::median(&bm.samples),
-                stats::median(&sm.samples),
+                median(&bm.samples),
+                median(&sm.samples),
                 sm.unit,
             );
             if wlo > *pct {
@@ -436,7 +438,7 @@ mod tests {
     fn an_absolute_threshold_uses_the_median_ci() {
         let (base, _) = real();
         let metric = "seccomp_notify.default.same-cpu";
-        let med = stats::median(
+        let med = median(
             &base
                 .metrics
                 .iter()

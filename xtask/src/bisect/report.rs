@@ -7,8 +7,8 @@ use std::path::Path;
 use super::{Answer, BisectArgs, State};
 use crate::build::source::PatchInfo;
 use crate::plan::variants::prefix_name;
-use crate::report::stats;
 use crate::schema::{CellResult, ComparisonKind, Outcome, Run};
+use crate::stats::{intervals, location};
 
 fn patch_line(i: usize, n: usize, p: &PatchInfo) -> String {
     format!(
@@ -162,9 +162,9 @@ fn median_ci(c: &CellResult, metric: &str) -> Option<(f64, f64, f64, String)> {
     if m.skip.is_some() || m.samples.is_empty() {
         return None;
     }
-    let s = stats::summarize(&m.samples)?;
+    let s = location::summarize(&m.samples)?;
     let med = s.median;
-    let (lo, hi) = crate::report::markdown::median_ci(m, &s).unwrap_or((f64::NAN, f64::NAN));
+    let (lo, hi) = intervals::median_ci(m, &s).unwrap_or((f64::NAN, f64::NAN));
     Some((med, lo, hi, m.unit.clone()))
 }
 
@@ -335,7 +335,7 @@ pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInf
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::compare;
+    use crate::stats::compare;
 
     /// The real default-matrix run, its series cells renamed as the one
     /// and only prefix of a one-patch sweep.

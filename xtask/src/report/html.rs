@@ -13,9 +13,9 @@
 
 use std::fmt::Write;
 
-use crate::report::markdown::{ci_half_pct, median_ci};
-use crate::report::stats;
 use crate::schema::{CellResult, Comparison, ComparisonKind, Metric, Outcome, Run, TestResult};
+use crate::stats::intervals::{ci_half_pct, median_ci};
+use crate::stats::location::{median, summarize};
 
 /// Text for HTML and SVG text nodes and attribute values.
 pub fn esc(s: &str) -> String {
@@ -222,7 +222,7 @@ pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
     for ((label, m), lane_h) in lanes.iter().zip(&heights) {
         let boots = m.by_boot();
         // The lane's median and CI (boots resampled when several).
-        if let Some(sum) = stats::summarize(&m.samples) {
+        if let Some(sum) = summarize(&m.samples) {
             if let Some((clo, chi)) = median_ci(m, &sum) {
                 let _ = write!(
                     s,
@@ -282,7 +282,7 @@ pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
                 k += 1;
             }
             if !samples.is_empty() {
-                let bx = x(stats::median(samples));
+                let bx = x(median(samples));
                 let _ = write!(
                     s,
                     r##"<line x1="{bx:.1}" y1="{:.1}" x2="{bx:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2"/>"##,
@@ -488,7 +488,7 @@ pub fn html(run: &Run) -> String {
             .iter()
             .filter(|(_, m)| m.skip.is_none() && !m.samples.is_empty())
             .map(|(c, m)| {
-                let sum = stats::summarize(&m.samples);
+                let sum = summarize(&m.samples);
                 let med = sum.as_ref().map_or(String::new(), |x| {
                     let half = ci_half_pct(median_ci(m, x), x.median)
                         .map_or(String::new(), |h| format!(" ±{h:.1}%"));

@@ -15,6 +15,8 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::schema::{CellResult, Comparison, Outcome, Run};
+use crate::stats::intervals::median_ci;
+use crate::stats::location::summarize;
 
 pub const ORIGIN: &str = "kmatrix";
 
@@ -291,10 +293,10 @@ pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>) -> Value {
                 tests.push(Value::Object(x));
                 continue;
             }
-            let Some(s) = crate::report::stats::summarize(&m.samples) else {
+            let Some(s) = summarize(&m.samples) else {
                 continue;
             };
-            let ci = crate::report::markdown::median_ci(m, &s);
+            let ci = median_ci(m, &s);
             let mut x = test(&build_id, &build_id, p, "DONE", &start);
             x.insert("environment".into(), env.clone());
             let mut number = json!({"value": s.median});

@@ -4,6 +4,8 @@
 use std::fmt::Write;
 
 use crate::schema::{CellResult, GuestInfo, Outcome, Run, TestResult, Verdict};
+use crate::stats::intervals::{ci_half_pct, median_ci};
+use crate::stats::location::{median, summarize};
 
 fn test_cell(t: &TestResult) -> String {
     let took = t
@@ -36,28 +38,6 @@ fn test_cell(t: &TestResult) -> String {
         s += &format!(", {skip} skip");
     }
     s + &took
-}
-
-/// The 95% CI of a metric's median: distribution-free for one boot; over
-/// several boots a bootstrap that resamples boots, then samples, so the
-/// spread between boots counts.
-pub fn median_ci(
-    m: &crate::schema::Metric,
-    x: &crate::report::stats::Summary,
-) -> Option<(f64, f64)> {
-    let boots = m.by_boot();
-    if boots.len() > 1 {
-        crate::report::stats::median_ci_boots(&boots, 0.95, 4000, 0x6b6d)
-    } else {
-        x.median_ci
-    }
-}
-
-/// Half the width of a median's CI in percent of the median: the precision
-/// figure reported per metric and compared with `target_ci_pct`.
-pub fn ci_half_pct(ci: Option<(f64, f64)>, median: f64) -> Option<f64> {
-    ci.filter(|_| median > 0.0)
-        .map(|(lo, hi)| 50.0 * (hi - lo) / median)
 }
 
 /// "2/255": the guest's online and possible CPUs, from its first report.
@@ -135,7 +115,7 @@ pub fn markdown(run: &Run) -> String {
         let _ = writeln!(s, "\n## Metrics\n\n| cell | metric | n | median | 95% CI of median (resampling boots when several) | min | max | CV |\n|---|---|---|---|---|---|---|---|");
         let (mut judged, mut missed) = (0, 0);
         for (c, m) in metrics {
-            match (&m.skip, crate::report::stats::summarize(&m.samples)) {
+            match (&m.skip, summarize(&m.samples)) {
                 (Some(why), _) => {
                     let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | | |", c.id, m.name);
                 }
@@ -157,7 +137,7 @@ pub fn markdown(run: &Run) -> String {
                     let boots = if by_boot.len() > 1 {
                         let meds: Vec<String> = by_boot
                             .iter()
-                            .map(|b| format!("{:.1}", crate::report::stats::median(b)))
+                            .map(|b| format!("{:.1}", median(b)))
                             .collect();
                         format!(" (boots: {})", meds.join(", "))
                     } else {
