@@ -137,13 +137,13 @@ mod tests {
     fn too_noisy_rows_say_the_boot_spread_and_the_boots_it_would_take() {
         let c = Comparison {
             verdict: Verdict::TooNoisy,
-            boot_sd_pct: Some(6.84),
-            boots_needed: Some(14),
+            boot_sd_pct: Some(6.8352),
+            boots_needed: Some(30),
             ..aa_fixture::sample_comparison()
         };
         let md = markdown(&[c.clone()]);
         assert!(
-            md.contains("too noisy to judge (boots vary 6.8%: about 14 boots a side for +-5%)"),
+            md.contains("too noisy to judge (boots vary 6.8%: about 30 boots a side for +-5%)"),
             "{md}"
         );
         let md = markdown(&[Comparison { boots_needed: None, ..c }]);
@@ -160,12 +160,12 @@ mod tests {
             boots_new: 18,
             min_effect_pct: 3.0,
             boot_sd_pct: Some(5.1504),
-            boots_needed: Some(28),
+            boots_needed: Some(25),
             ..aa_fixture::sample_comparison()
         };
         let md = markdown(&[c]);
         assert!(md.contains(" (18 pairs of boots) | 0.9000 (paired t, boot medians) |"), "{md}");
-        assert!(md.contains("(pairs of boots differ 5.2%: about 28 pairs for +-3%)"), "{md}");
+        assert!(md.contains("(pairs of boots differ 5.2%: about 25 pairs for +-3%)"), "{md}");
     }
 
     /// A split pair's row names the state of the host its boots were in;

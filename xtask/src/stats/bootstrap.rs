@@ -321,4 +321,24 @@ mod tests {
         assert!(median_change_ci(&[1.0], &[1.0], 1.0, 100, 0).is_none());
         assert!(median_change_ci(&[1.0], &[1.0], f64::NAN, 100, 0).is_none());
     }
+
+    /// Intervals computed outside the harness by a Python replica of the
+    /// resampling (splitmix64 seeding, xoshiro256**, Lemire's draw, the
+    /// medians of each resample, numpy's linear quantile of the sorted
+    /// changes), to the last bit: the stream, the order of draws and the
+    /// quantiles are all what results.json's intervals were made of.
+    #[test]
+    fn intervals_match_an_independent_replica_to_the_bit() {
+        let base = [10.0, 12.0, 11.0, 13.0, 9.0, 14.0];
+        let new = [12.0, 15.0, 13.0, 14.0, 16.0];
+        let ci = median_change_ci(&base, &new, 0.95, 200, 42).unwrap();
+        assert_eq!((ci.pct_change, ci.lo, ci.hi), (21.739130434782616, 0.0, 57.947368421052644));
+        let b: [&[f64]; 3] = [&[100.0, 101.0, 99.0, 102.0], &[110.0, 108.0, 111.0], &[95.0, 96.0, 97.0, 94.0, 98.0]];
+        let n: [&[f64]; 3] = [&[104.0, 103.0, 105.0], &[112.0, 115.0, 113.0, 114.0], &[99.0, 100.0, 98.0]];
+        let ci = median_change_ci_boots(&b, &n, false, 0.9, 300, 7).unwrap();
+        assert_eq!((ci.pct_change, ci.lo, ci.hi), (5.025125628140703, -8.333333333333337, 16.49484536082475));
+        let ci = median_change_ci_boots(&b, &n, true, 0.9, 300, 7).unwrap();
+        assert_eq!((ci.pct_change, ci.lo, ci.hi), (5.025125628140703, 2.253487933634984, 5.555555555555558));
+        assert_eq!(median_ci_boots(&b, 0.95, 400, 0x6b6d), Some((96.0, 110.0)));
+    }
 }

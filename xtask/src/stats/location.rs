@@ -156,7 +156,7 @@ pub(super) fn mean_var(x: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::testutil::{assert_close, wobbly};
+    use crate::stats::testutil::assert_close;
 
     #[test]
     fn median_basic() {
@@ -254,12 +254,33 @@ mod tests {
 
 
     #[test]
-    fn median_in_place_agrees_with_sorting() {
-        for n in 1..40 {
-            let xs = wobbly(n, 0.0, 10.0, n as u64);
-            let mut sorted = xs.clone();
+    fn every_median_is_the_middle_value_or_the_mean_of_the_two() {
+        // By hand: sorted, the middle value, or the mean of the two middle
+        // ones.
+        let cases: [(&[f64], f64); 5] = [
+            (&[5.0, -1.0, 3.0, 3.0, 8.0], 3.0),
+            (&[9.0, 2.0, 7.0, 4.0, 6.0, 1.0], 5.0),
+            (&[0.5, 0.25], 0.375),
+            (&[2.0, 2.0, 2.0, 1.0], 2.0),
+            (&[10.0, 1.0, 9.0, 2.0, 8.0, 3.0, 7.0, 4.0, 6.0, 5.0], 5.5),
+        ];
+        for (xs, want) in cases {
+            assert_eq!(median(xs), want, "{xs:?}");
+            assert_eq!(median_in_place(&mut xs.to_vec()), want, "{xs:?}");
+            assert_eq!(location(xs, 0.5), want, "{xs:?}");
+            let mut sorted = xs.to_vec();
             sorted.sort_by(f64::total_cmp);
-            assert_eq!(median(&xs), median_of_sorted(&sorted), "n = {n}");
+            assert_eq!(median_of_sorted(&sorted), want, "{xs:?}");
+        }
+        // 1..=n in a scrambled order (odd values up, even values down):
+        // the median is (n + 1) / 2.
+        for n in 1..40u32 {
+            let xs: Vec<f64> = (1..=n)
+                .filter(|i| i % 2 == 1)
+                .chain((1..=n).rev().filter(|i| i % 2 == 0))
+                .map(f64::from)
+                .collect();
+            assert_eq!(median(&xs), f64::from(n + 1) / 2.0, "n = {n}");
         }
     }
 }
