@@ -9,7 +9,7 @@
 //! no change worth reporting is plausible) and "too noisy to judge" (it
 //! reaches past the minimum effect: more samples could still find one).
 
-use crate::plan::matrix::Matrix;
+use crate::plan::matrix::{Across, Matrix, Within};
 use super::bootstrap::quantile_change_ci_boots;
 use super::hypothesis::{mann_whitney_u, paired_t, welch_t};
 use super::intervals::{paired_log_change_ci, ChangeCi};
@@ -109,7 +109,18 @@ pub fn compare_boots(
         PTest::PairedBootMedians => paired_t(&d).map_or(1.0, |(_, _, p)| p),
         PTest::MannWhitney => mann_whitney_u(base, new)?.p_two_sided,
     };
-    let verdict = if base.len() < 3 || new.len() < 3 {
+    let few = base.len() < 3 || new.len() < 3;
+    let v = verdict(few, &ci, p, better, min_effect_pct);
+    Some((ci, p, v, sb.cv, sn.cv))
+}
+
+/// The verdict on a change: improved or regressed only when the p-value is
+/// below ALPHA, the CI excludes zero and the change reaches the minimum
+/// effect; otherwise "too noisy" while the CI reaches past the minimum
+/// effect either way, "no change" once it lies within it. `few`: a side
+/// has fewer than 3 samples, too few to judge at all.
+fn verdict(few: bool, ci: &ChangeCi, p: f64, better: Better, min_effect_pct: f64) -> Verdict {
+    if few {
         Verdict::TooFewSamples
     } else if p < ALPHA && (ci.lo > 0.0 || ci.hi < 0.0) && ci.pct_change.abs() >= min_effect_pct {
         let lower = ci.pct_change < 0.0;
@@ -121,8 +132,7 @@ pub fn compare_boots(
         Verdict::TooNoisy
     } else {
         Verdict::NoChange
-    };
-    Some((ci, p, verdict, sb.cv, sn.cv))
+    }
 }
 
 fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], pairing: Pairing) -> PTest {
@@ -134,6 +144,51 @@ fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], pairing: Pairing) -> PTes
             PTest::WelchBootMedians
         }
         _ => PTest::MannWhitney,
+    }
+}
+
+/// How two cells' boots relate for a comparison of `kind`: two metrics of
+/// one cell come from the same boots (resampled paired); two cells of one
+/// run whose boots alternated pair boot i with boot i, so a host state
+/// that lasts minutes cancels out; anything else is independent.
+fn pairing(kind: ComparisonKind, same_run: bool, bc: &CellResult, nc: &CellResult, nb: usize, nn: usize) -> Pairing {
+    if kind == ComparisonKind::Within {
+        Pairing::SameBoots
+    } else if same_run && interleaved(bc, nc, nb, nn) {
+        Pairing::BootPairs
+    } else {
+        Pairing::None
+    }
+}
+
+/// For a "too noisy" verdict, the noise behind it (SD in percent) and the
+/// boots a side (or pairs) that would settle it; (None, None) otherwise,
+/// and for the same boots (two metrics of one cell), whose noise cancels.
+fn too_noisy_noise(
+    verdict: Verdict,
+    pairing: Pairing,
+    test: PTest,
+    base_boots: &[&[f64]],
+    new_boots: &[&[f64]],
+    q: f64,
+    min_effect_pct: f64,
+) -> (Option<f64>, Option<u32>) {
+    match (verdict, pairing, test) {
+        (Verdict::TooNoisy, _, PTest::PairedBootMedians) => {
+            // Pairs: the noise that is left once each pair's shared host
+            // state cancels, and the pairs it calls for.
+            let (ss, df) = pair_log_ss(base_boots, new_boots, q);
+            if df == 0 {
+                (None, None)
+            } else {
+                let (sd, n) = pooled_noise(ss, df, min_effect_pct, true);
+                (Some(sd), n.map(|n| n as u32))
+            }
+        }
+        (Verdict::TooNoisy, Pairing::None | Pairing::BootPairs, _) => {
+            boot_noise(&[base_boots, new_boots], q, min_effect_pct)
+        }
+        _ => (None, None),
     }
 }
 
@@ -152,36 +207,12 @@ fn make(
     let (better, min_effect_pct) = m.metric_spec(&nm.name);
     let q = m.metric_quantile(&nm.name);
     let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
-    // Two metrics of one cell come from the same boots: resample them
-    // paired. Two cells of one run whose boots alternated: pair boot i
-    // with boot i, so a host state that lasts minutes cancels out.
-    let pairing = if kind == ComparisonKind::Within {
-        Pairing::SameBoots
-    } else if same_run && interleaved(bc, nc, base_boots.len(), new_boots.len()) {
-        Pairing::BootPairs
-    } else {
-        Pairing::None
-    };
+    let pairing = pairing(kind, same_run, bc, nc, base_boots.len(), new_boots.len());
     let (ci, p, verdict, cv_base, cv_new) =
         compare_boots(&base_boots, &new_boots, pairing, better, min_effect_pct, q)?;
     let test = p_test(&base_boots, &new_boots, pairing);
-    let (boot_sd_pct, boots_needed) = match (verdict, pairing, test) {
-        (Verdict::TooNoisy, _, PTest::PairedBootMedians) => {
-            // Pairs: the noise that is left once each pair's shared host
-            // state cancels, and the pairs it calls for.
-            let (ss, df) = pair_log_ss(&base_boots, &new_boots, q);
-            if df == 0 {
-                (None, None)
-            } else {
-                let (sd, n) = pooled_noise(ss, df, min_effect_pct, true);
-                (Some(sd), n.map(|n| n as u32))
-            }
-        }
-        (Verdict::TooNoisy, Pairing::None | Pairing::BootPairs, _) => {
-            boot_noise(&[&base_boots, &new_boots], q, min_effect_pct)
-        }
-        _ => (None, None),
-    };
+    let (boot_sd_pct, boots_needed) =
+        too_noisy_noise(verdict, pairing, test, &base_boots, &new_boots, q, min_effect_pct);
     Some(Comparison {
         kind,
         base_cell: bc.id.clone(),
@@ -251,8 +282,21 @@ fn select_boots(x: &Metric, keep: &[bool]) -> Metric {
 }
 
 pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
+    let mut out = variants(run, m);
+    for c in &run.cells {
+        for w in &m.within {
+            within(&mut out, m, c, w);
+        }
+    }
+    for a in &m.across {
+        across(&mut out, run, m, a);
+    }
+    out
+}
+
+/// Series vs base of the same kernel/arch/config, metric by metric.
+fn variants(run: &Run, m: &Matrix) -> Vec<Comparison> {
     let mut out = Vec::new();
-    // Series vs base of the same kernel/arch/config.
     for nc in run.cells.iter().filter(|c| c.variant != "base") {
         let Some(bc) = run.cells.iter().find(|c| {
             c.variant == "base"
@@ -268,80 +312,83 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
             }
         }
     }
-    // Declared pairs inside one cell.
-    for c in &run.cells {
-        for w in &m.within {
-            for bm in c.metrics.iter().filter(|x| x.name.starts_with(&w.base)) {
-                let suffix = &bm.name[w.base.len()..];
-                if let Some(nm) = c
-                    .metrics
-                    .iter()
-                    .find(|x| x.name == format!("{}{suffix}", w.new))
-                {
-                    let states = w
-                        .split
-                        .as_ref()
-                        .and_then(|sp| Some((sp, host_states(c, &sp.metric, bm.boot_sizes.len())?)));
-                    let Some((sp, (unit, values))) = states else {
-                        out.extend(make(ComparisonKind::Within, m, c, bm, c, nm, true).map(|mut x| {
-                            x.reference = w.reference.clone();
-                            x
-                        }));
-                        continue;
-                    };
-                    // The claim's state first, then the other; a state no
-                    // boot was in has no comparison (boots_other = 0 says so).
-                    let seen: Vec<f64> = values.iter().flatten().copied().collect();
-                    for above in [true, false] {
-                        let side = |v: f64| (v >= sp.at) == above;
-                        let here: Vec<f64> = seen.iter().copied().filter(|&v| side(v)).collect();
-                        if here.is_empty() {
-                            continue;
-                        }
-                        let keep: Vec<bool> = values.iter().map(|v| v.is_some_and(side)).collect();
-                        let (b, nw) = (select_boots(bm, &keep), select_boots(nm, &keep));
-                        out.extend(make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(|mut x| {
-                            x.reference = w.reference.clone();
-                            x.split = Some(Split {
-                                metric: sp.metric.clone(),
-                                unit: unit.to_string(),
-                                at: sp.at,
-                                above,
-                                median: location(&here, 0.5),
-                                boots_other: seen.len() - here.len(),
-                            });
-                            x
-                        }));
-                    }
-                }
-            }
-        }
-    }
-    // Declared pairs of configs: the same kernel variant on two configs
-    // (2 vs 255 possible CPUs), independent boots like two variants.
-    for a in &m.across {
-        for nc in run.cells.iter().filter(|c| c.config == a.new_config) {
-            let Some(bc) = run.cells.iter().find(|c| {
-                c.config == a.base_config
-                    && c.kernel == nc.kernel
-                    && c.variant == nc.variant
-                    && c.arch == nc.arch
-            }) else {
-                continue;
-            };
-            for nm in nc.metrics.iter().filter(|x| x.name.starts_with(&a.metrics)) {
-                if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                    out.extend(
-                        make(ComparisonKind::Variants, m, bc, bm, nc, nm, true).map(|mut x| {
-                            x.reference = a.reference.clone();
-                            x
-                        }),
-                    );
-                }
-            }
-        }
-    }
     out
+}
+
+/// A declared pair inside cell `c` (sync vs default), for every metric of
+/// the pair's base prefix; with a `[within.split]` and its metric in the
+/// cell, one comparison per state of the host its boots were in.
+fn within(out: &mut Vec<Comparison>, m: &Matrix, c: &CellResult, w: &Within) {
+    for bm in c.metrics.iter().filter(|x| x.name.starts_with(&w.base)) {
+        let suffix = &bm.name[w.base.len()..];
+        let Some(nm) = c
+            .metrics
+            .iter()
+            .find(|x| x.name == format!("{}{suffix}", w.new))
+        else {
+            continue;
+        };
+        let states = w
+            .split
+            .as_ref()
+            .and_then(|sp| Some((sp, host_states(c, &sp.metric, bm.boot_sizes.len())?)));
+        let Some((sp, (unit, values))) = states else {
+            out.extend(make(ComparisonKind::Within, m, c, bm, c, nm, true).map(|mut x| {
+                x.reference = w.reference.clone();
+                x
+            }));
+            continue;
+        };
+        // The claim's state first, then the other; a state no boot was in
+        // has no comparison (boots_other = 0 says so).
+        let seen: Vec<f64> = values.iter().flatten().copied().collect();
+        for above in [true, false] {
+            let side = |v: f64| (v >= sp.at) == above;
+            let here: Vec<f64> = seen.iter().copied().filter(|&v| side(v)).collect();
+            if here.is_empty() {
+                continue;
+            }
+            let keep: Vec<bool> = values.iter().map(|v| v.is_some_and(side)).collect();
+            let (b, nw) = (select_boots(bm, &keep), select_boots(nm, &keep));
+            out.extend(make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(|mut x| {
+                x.reference = w.reference.clone();
+                x.split = Some(Split {
+                    metric: sp.metric.clone(),
+                    unit: unit.to_string(),
+                    at: sp.at,
+                    above,
+                    median: location(&here, 0.5),
+                    boots_other: seen.len() - here.len(),
+                });
+                x
+            }));
+        }
+    }
+}
+
+/// A declared pair of configs: the same kernel variant on two configs (2
+/// vs 255 possible CPUs), independent boots like two variants.
+fn across(out: &mut Vec<Comparison>, run: &Run, m: &Matrix, a: &Across) {
+    for nc in run.cells.iter().filter(|c| c.config == a.new_config) {
+        let Some(bc) = run.cells.iter().find(|c| {
+            c.config == a.base_config
+                && c.kernel == nc.kernel
+                && c.variant == nc.variant
+                && c.arch == nc.arch
+        }) else {
+            continue;
+        };
+        for nm in nc.metrics.iter().filter(|x| x.name.starts_with(&a.metrics)) {
+            if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
+                out.extend(
+                    make(ComparisonKind::Variants, m, bc, bm, nc, nm, true).map(|mut x| {
+                        x.reference = a.reference.clone();
+                        x
+                    }),
+                );
+            }
+        }
+    }
 }
 
 /// Run A against run B: every cell id present in both, every metric name
@@ -383,6 +430,27 @@ mod tests {
         assert!(ci.hi < -40.0, "{ci:?}");
         let (_, _, v, _, _) = compare_samples(&base, &new, Better::Higher, 5.0).unwrap();
         assert_eq!(v, Verdict::Regressed);
+    }
+
+    /// The decision rule on its own, case by case.
+    #[test]
+    fn the_verdict_needs_p_the_ci_and_the_minimum_effect_together() {
+        let ci = |pct_change: f64, lo: f64, hi: f64| ChangeCi { pct_change, lo, hi };
+        let v = |few, c: &ChangeCi, p, b, min| verdict(few, c, p, b, min);
+        let faster = ci(-10.0, -12.0, -8.0);
+        assert_eq!(v(true, &faster, 0.01, Better::Lower, 5.0), Verdict::TooFewSamples);
+        assert_eq!(v(false, &faster, 0.01, Better::Lower, 5.0), Verdict::Improved);
+        assert_eq!(v(false, &faster, 0.01, Better::Higher, 5.0), Verdict::Regressed);
+        // Exactly the minimum effect is enough.
+        assert_eq!(v(false, &faster, 0.01, Better::Lower, 10.0), Verdict::Improved);
+        // Not significant (p, or a CI across zero): the CI's reach decides.
+        assert_eq!(v(false, &faster, 0.05, Better::Lower, 5.0), Verdict::TooNoisy);
+        assert_eq!(v(false, &ci(-2.0, -4.0, 1.0), 0.01, Better::Lower, 5.0), Verdict::NoChange);
+        // Significant but smaller than the minimum effect.
+        assert_eq!(v(false, &ci(2.0, 1.0, 3.0), 0.001, Better::Lower, 5.0), Verdict::NoChange);
+        assert_eq!(v(false, &faster, 0.01, Better::Lower, 11.0), Verdict::TooNoisy);
+        // A CI reaching exactly the minimum effect is within it.
+        assert_eq!(v(false, &ci(0.0, -5.0, 5.0), 0.9, Better::Lower, 5.0), Verdict::NoChange);
     }
 
     #[test]
