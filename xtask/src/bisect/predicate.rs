@@ -9,10 +9,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::schema::{Better, CellResult, Outcome};
 use crate::stats::compare::{self, Pairing};
 use crate::stats::intervals::median_ci;
 use crate::stats::location::{median, summarize};
-use crate::schema::{Better, CellResult, Outcome};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
@@ -142,7 +142,7 @@ pub fn judge(
 
 /// The test's (or its case's) outcome is one of `bad`.
 fn judge_outcome(step: &CellResult, test: &str, case: Option<&str>, bad: &[Outcome]) -> Verdict {
-    let Some(t) = step.tests.iter().find(|t| &t.name == test) else {
+    let Some(t) = step.tests.iter().find(|t| t.name == test) else {
         // The kernel died before the test reported.
         return if bad.contains(&step.outcome) {
             Verdict::Bad(format!("cell {} before {test} reported", step.outcome))
@@ -152,17 +152,14 @@ fn judge_outcome(step: &CellResult, test: &str, case: Option<&str>, bad: &[Outco
     };
     let (what, outcome, reason) = match case {
         None => (test.to_string(), t.outcome, t.reason.clone()),
-        Some(c) => match t.cases.iter().find(|x| &x.name == c) {
+        Some(c) => match t.cases.iter().find(|x| x.name == c) {
             Some(x) => (format!("{test} {c}"), x.outcome, x.reason.clone()),
             None if bad.contains(&t.outcome) && t.outcome != Outcome::Fail => {
                 // The test crashed or timed out before the case.
                 (format!("{test} (before {c})"), t.outcome, t.reason.clone())
             }
             None => {
-                return Verdict::Skip(format!(
-                    "{test} ran ({}) but has no case {c}",
-                    t.outcome
-                ))
+                return Verdict::Skip(format!("{test} ran ({}) but has no case {c}", t.outcome))
             }
         },
     };

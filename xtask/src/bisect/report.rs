@@ -171,10 +171,8 @@ fn median_ci(c: &CellResult, metric: &str) -> Option<(f64, f64, f64, String)> {
 fn failing(c: &CellResult) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for t in &c.tests {
-        if t.cases.is_empty() {
-            if t.outcome != Outcome::Pass && t.outcome != Outcome::Skip {
-                out.insert(format!("{} ({})", t.name, t.outcome));
-            }
+        if t.cases.is_empty() && t.outcome != Outcome::Pass && t.outcome != Outcome::Skip {
+            out.insert(format!("{} ({})", t.name, t.outcome));
         }
         for cs in &t.cases {
             if cs.outcome == Outcome::Fail {

@@ -82,7 +82,11 @@ pub fn text(tallies: &BTreeMap<String, Tally>) -> String {
             );
         }
         for (g, met) in t.goals() {
-            s += &format!("  goal {}: {}\n", goal(t, g), if met { "met" } else { "NOT MET" });
+            s += &format!(
+                "  goal {}: {}\n",
+                goal(t, g),
+                if met { "met" } else { "NOT MET" }
+            );
         }
         for a in &t.alarms {
             s += &format!("  false alarm {}\n", alarm(a));
@@ -122,7 +126,6 @@ pub fn noise_text(n: &BTreeMap<(String, String), Noise>) -> String {
     }
     s
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -174,20 +177,31 @@ mod tests {
     #[test]
     fn the_text_gives_the_counts_and_each_goal_met_or_not() {
         // 19 comparisons: 15 no change, 4 too noisy; one got boots added.
-        let mut cs: Vec<Comparison> = (0..15).map(|_| cmp(Verdict::NoChange, (-2.0, 2.0))).collect();
+        let mut cs: Vec<Comparison> = (0..15)
+            .map(|_| cmp(Verdict::NoChange, (-2.0, 2.0)))
+            .collect();
         cs.extend((0..4).map(|_| cmp(Verdict::TooNoisy, (-8.0, 2.0))));
         cs[2].boots_base = 12;
         cs[2].boots_new = 12;
         let s = text(&tally(&[("r".into(), cs)], &[]));
         assert!(s.starts_with("arm64: 19 A/A comparisons from 1 runs: 15 no change (78.9%), 4 too noisy, 0 too few samples, 0 false alarms (0.0%"), "{s}");
         // (18 x 3 + 12) / 19 = 3.47 boots a side.
-        assert!(s.contains("  boots a side: 3.5 on average, at most 12\n"), "{s}");
+        assert!(
+            s.contains("  boots a side: 3.5 on average, at most 12\n"),
+            "{s}"
+        );
         assert!(
             s.contains("  goal false alarms <= 5% (0.0%) and none with its CI past min_effect_pct (0): met\n"),
             "{s}"
         );
-        assert!(s.contains("  goal \"no change\" >= 80% (78.9%): NOT MET\n"), "{s}");
-        assert!(s.contains("  goal at least 20 comparisons (19): NOT MET\n"), "{s}");
+        assert!(
+            s.contains("  goal \"no change\" >= 80% (78.9%): NOT MET\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("  goal at least 20 comparisons (19): NOT MET\n"),
+            "{s}"
+        );
         assert!(text(&BTreeMap::new()).contains("matrix --aa"));
     }
 
@@ -200,7 +214,10 @@ mod tests {
         assert!(t.contains("x86_64 seccomp_notify.default.same-cpu: median varies 18.2% (SD) from boot to boot (4 df)"), "{t}");
         let (run, m) = fixture_run("aa-host-phase");
         let t = noise_text(&noise(&[&run], &m));
-        assert!(t.contains("in pairs of boots (base~aa over base, boot by boot): the ratio varies"), "{t}");
+        assert!(
+            t.contains("in pairs of boots (base~aa over base, boot by boot): the ratio varies"),
+            "{t}"
+        );
         assert_eq!(noise_text(&BTreeMap::new()), "");
     }
 }

@@ -5,9 +5,9 @@
 use crate::schema::{Comparison, ComparisonKind, PTest};
 
 // Callers outside report/ still reach the computation through here.
-pub use crate::stats::compare::{compare, compare_runs};
 #[cfg(test)]
 pub(crate) use crate::stats::compare::aa_fixture;
+pub use crate::stats::compare::{compare, compare_runs};
 
 pub fn markdown(cs: &[Comparison]) -> String {
     if cs.is_empty() {
@@ -141,12 +141,15 @@ mod tests {
             boots_needed: Some(30),
             ..aa_fixture::sample_comparison()
         };
-        let md = markdown(&[c.clone()]);
+        let md = markdown(std::slice::from_ref(&c));
         assert!(
             md.contains("too noisy to judge (boots vary 6.8%: about 30 boots a side for +-5%)"),
             "{md}"
         );
-        let md = markdown(&[Comparison { boots_needed: None, ..c }]);
+        let md = markdown(&[Comparison {
+            boots_needed: None,
+            ..c
+        }]);
         assert!(md.contains("more than 50 boots a side for +-5%"), "{md}");
     }
 
@@ -164,8 +167,14 @@ mod tests {
             ..aa_fixture::sample_comparison()
         };
         let md = markdown(&[c]);
-        assert!(md.contains(" (18 pairs of boots) | 0.9000 (paired t, boot medians) |"), "{md}");
-        assert!(md.contains("(pairs of boots differ 5.2%: about 25 pairs for +-3%)"), "{md}");
+        assert!(
+            md.contains(" (18 pairs of boots) | 0.9000 (paired t, boot medians) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("(pairs of boots differ 5.2%: about 25 pairs for +-3%)"),
+            "{md}"
+        );
     }
 
     /// A split pair's row names the state of the host its boots were in;
@@ -186,7 +195,7 @@ mod tests {
         };
         let hi = claim("6.1/seccomp-sync-wakeup/x86_64/tiny")[0];
         assert_eq!(
-            markdown(&[hi.clone()]).lines().nth(5).unwrap().split(" | ").next().unwrap(),
+            markdown(std::slice::from_ref(hi)).lines().nth(5).unwrap().split(" | ").next().unwrap(),
             "| 6.1/seccomp-sync-wakeup/x86_64/tiny seccomp_notify.sync.unpinned, in the 7 boots, where \
              seccomp_notify.host.wake_gap_pct >= 17 % (median 49.0; 11 boots below)"
         );
@@ -201,6 +210,10 @@ mod tests {
         // This check belongs with the schedule's tests; it stays here, on
         // the fixture's comparisons, until those can take it.
         let more = crate::runner::schedule::undecided(&cs, |_, _| true);
-        assert!(more.iter().any(|(id, c)| *id == arm[0].new_cell && c.split.is_some()), "{more:?}");
+        assert!(
+            more.iter()
+                .any(|(id, c)| *id == arm[0].new_cell && c.split.is_some()),
+            "{more:?}"
+        );
     }
 }

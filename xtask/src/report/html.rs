@@ -309,7 +309,15 @@ fn strip_lane(
 
 /// Boot `b` of `n`'s row at height `cy`: its label, its samples as dots
 /// (numbered from `k` for the jitter) and its median as a tick.
-fn strip_boot(s: &mut String, ax: &Axis, b: usize, n: usize, samples: &[f64], cy: f64, k: &mut usize) {
+fn strip_boot(
+    s: &mut String,
+    ax: &Axis,
+    b: usize,
+    n: usize,
+    samples: &[f64],
+    cy: f64,
+    k: &mut usize,
+) {
     use strip::{LEFT, ROW};
     let colour = BOOT_COLOURS[b % BOOT_COLOURS.len()];
     if n > 1 {
@@ -380,7 +388,13 @@ fn comparison_sentence(c: &Comparison) -> String {
     let against = match c.kind {
         ComparisonKind::Variants => format!("{} vs {}", c.new_cell, c.base_cell),
         ComparisonKind::Within => {
-            format!("{} vs {} in {}{}", c.new_metric, c.base_metric, c.new_cell, c.split_note())
+            format!(
+                "{} vs {} in {}{}",
+                c.new_metric,
+                c.base_metric,
+                c.new_cell,
+                c.split_note()
+            )
         }
     };
     format!(
@@ -448,7 +462,8 @@ fn cells_table(s: &mut String, run: &Run) {
             }
         }
     }
-    *s += "<h2>Cells</h2><table><tr><th>cell</th><th>outcome</th><th>as expected</th><th>accel</th>";
+    *s +=
+        "<h2>Cells</h2><table><tr><th>cell</th><th>outcome</th><th>as expected</th><th>accel</th>";
     for t in &tests {
         let _ = write!(s, "<th>{}</th>", esc(t));
     }
@@ -559,8 +574,8 @@ fn metric_group(s: &mut String, run: &Run, group: &str, name: &str) {
     let members: Vec<(&CellResult, &Metric)> = run
         .cells
         .iter()
-        .filter(|c| &group_of(c) == group)
-        .filter_map(|c| c.metrics.iter().find(|m| &m.name == name).map(|m| (c, m)))
+        .filter(|c| group_of(c) == group)
+        .filter_map(|c| c.metrics.iter().find(|m| m.name == name).map(|m| (c, m)))
         .collect();
     let _ = write!(s, "<h3>{} — {}</h3>", esc(name), esc(group));
     let lanes: Vec<(String, &Metric)> = members

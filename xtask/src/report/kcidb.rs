@@ -250,7 +250,13 @@ fn build(c: &CellResult, id: &str, checkout_id: &str, start: &Option<String>) ->
 
 /// `boot`: did the kernel boot and run its tests.
 fn boot_test(c: &CellResult, build_id: &str, env: &Value, start: &Option<String>) -> Value {
-    let mut boot = test(build_id, build_id, "boot".into(), boot_status(c.outcome), start);
+    let mut boot = test(
+        build_id,
+        build_id,
+        "boot".into(),
+        boot_status(c.outcome),
+        start,
+    );
     boot.insert("environment".into(), env.clone());
     boot.insert("duration".into(), json!(c.timings.boot_s));
     boot.insert(
@@ -278,7 +284,13 @@ fn test_results(
     tests: &mut Vec<Value>,
 ) {
     for t in &c.tests {
-        let mut x = test(build_id, build_id, path(&[&t.name]), status(t.outcome), start);
+        let mut x = test(
+            build_id,
+            build_id,
+            path(&[&t.name]),
+            status(t.outcome),
+            start,
+        );
         x.insert("environment".into(), env.clone());
         if let Some(d) = t.duration_s {
             x.insert("duration".into(), json!(d.max(0.0)));

@@ -166,7 +166,7 @@ fn metric_row(c: &CellResult, m: &Metric, x: &Summary) -> (String, Option<bool>)
         _ => "n < 6".to_string(),
     };
     let over = m.target_ci_pct.map(|target| {
-        let over = half.map_or(true, |h| h > target);
+        let over = half.is_none_or(|h| h > target);
         if over {
             ci += &format!(" (**over ±{target}**)");
         }

@@ -91,7 +91,10 @@ impl Tally {
                 some && self.pct(self.false_alarms()) <= MAX_FALSE_ALARM_PCT
                     && self.past_min_effect == 0,
             ),
-            (Goal::NoChange, some && self.pct(self.no_change) >= MIN_NO_CHANGE_PCT),
+            (
+                Goal::NoChange,
+                some && self.pct(self.no_change) >= MIN_NO_CHANGE_PCT,
+            ),
             (Goal::Comparisons, self.comparisons >= MIN_COMPARISONS),
         ]
     }
@@ -182,9 +185,19 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
         // The twin against its base, pair by pair, where the boots paired.
         for t in run.cells.iter().filter(|c| c.variant == AA_VARIANT) {
             let base_id = t.id.replacen(&format!("/{AA_VARIANT}/"), "/base/", 1);
-            let Some(b) = run.cells.iter().find(|c| c.id == base_id) else { continue };
-            for tm in t.metrics.iter().filter(|x| x.skip.is_none() && m.compared(&x.name)) {
-                let Some(bm) = b.metrics.iter().find(|x| x.name == tm.name && x.skip.is_none()) else {
+            let Some(b) = run.cells.iter().find(|c| c.id == base_id) else {
+                continue;
+            };
+            for tm in t
+                .metrics
+                .iter()
+                .filter(|x| x.skip.is_none() && m.compared(&x.name))
+            {
+                let Some(bm) = b
+                    .metrics
+                    .iter()
+                    .find(|x| x.name == tm.name && x.skip.is_none())
+                else {
                     continue;
                 };
                 let (bb, tb) = (bm.by_boot(), tm.by_boot());
@@ -192,13 +205,16 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
                     continue;
                 }
                 let (ss, df) = pair_log_ss(&bb, &tb, m.metric_quantile(&tm.name));
-                let e = pairs.entry((t.arch.to_string(), tm.name.clone())).or_default();
+                let e = pairs
+                    .entry((t.arch.to_string(), tm.name.clone()))
+                    .or_default();
                 e.0 += ss;
                 e.1 += df;
             }
         }
         let has_twin = |c: &CellResult| {
-            let twin = c.id.replacen(&format!("/{}/", c.variant), &format!("/{AA_VARIANT}/"), 1);
+            let twin =
+                c.id.replacen(&format!("/{}/", c.variant), &format!("/{AA_VARIANT}/"), 1);
             c.variant == "base" && run.cells.iter().any(|x| x.id == twin)
         };
         for c in run
@@ -206,7 +222,11 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
             .iter()
             .filter(|c| c.variant == AA_VARIANT || has_twin(c))
         {
-            for metric in c.metrics.iter().filter(|x| x.skip.is_none() && m.compared(&x.name)) {
+            for metric in c
+                .metrics
+                .iter()
+                .filter(|x| x.skip.is_none() && m.compared(&x.name))
+            {
                 let boots = metric.by_boot();
                 if boots.len() < 2 {
                     continue;
@@ -214,7 +234,9 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
                 let q = m.metric_quantile(&metric.name);
                 let per_boot: Vec<f64> = boots.iter().map(|b| location(b, q)).collect();
                 let (ss, df) = log_ss(&per_boot);
-                let e = acc.entry((c.arch.to_string(), metric.name.clone())).or_default();
+                let e = acc
+                    .entry((c.arch.to_string(), metric.name.clone()))
+                    .or_default();
                 e.0 += ss;
                 e.1 += df;
             }
@@ -337,10 +359,34 @@ mod tests {
         assert_eq!(a.alarms.len(), 2);
         let alarm = |i: usize| {
             let a = &a.alarms[i];
-            (a.label.as_str(), a.comparison.new_cell.as_str(), a.comparison.new_metric.as_str(), a.comparison.verdict, a.past_min_effect)
+            (
+                a.label.as_str(),
+                a.comparison.new_cell.as_str(),
+                a.comparison.new_metric.as_str(),
+                a.comparison.verdict,
+                a.past_min_effect,
+            )
         };
-        assert_eq!(alarm(0), ("r1", "6.1/base~aa/arm64/tiny", "m.a", Verdict::Regressed, true));
-        assert_eq!(alarm(1), ("r1", "6.1/base~aa/arm64/tiny", "m.b", Verdict::Improved, false));
+        assert_eq!(
+            alarm(0),
+            (
+                "r1",
+                "6.1/base~aa/arm64/tiny",
+                "m.a",
+                Verdict::Regressed,
+                true
+            )
+        );
+        assert_eq!(
+            alarm(1),
+            (
+                "r1",
+                "6.1/base~aa/arm64/tiny",
+                "m.b",
+                Verdict::Improved,
+                false
+            )
+        );
         // A metric filter.
         let t = tally(&[("r1".into(), run1)], &["m.b".into()]);
         assert_eq!(t["arm64"].comparisons, 1);
@@ -399,7 +445,16 @@ mod tests {
         let g: Vec<bool> = t["arm64"].goals().iter().map(|g| g.1).collect();
         assert_eq!(g, [true, false, false]);
         let x = &t["arm64"];
-        assert_eq!((x.comparisons, x.no_change, x.too_noisy, x.boots, x.max_boots), (19, 15, 4, 132, 12));
+        assert_eq!(
+            (
+                x.comparisons,
+                x.no_change,
+                x.too_noisy,
+                x.boots,
+                x.max_boots
+            ),
+            (19, 15, 4, 132, 12)
+        );
         assert!(!all_met(&t));
         assert!(!all_met(&BTreeMap::new()));
     }
@@ -426,10 +481,16 @@ mod tests {
                 "x86_64 seccomp_notify.default.unpinned",
             ]
         );
-        let x = &n[&("x86_64".to_string(), "seccomp_notify.default.same-cpu".to_string())];
+        let x = &n[&(
+            "x86_64".to_string(),
+            "seccomp_notify.default.same-cpu".to_string(),
+        )];
         assert_eq!((x.df, x.quantile, x.min_effect_pct), (4, 0.5, 5.0));
         assert!((x.sd_pct - 18.1736).abs() < 0.001, "{x:?}");
-        let a = &n[&("arm64".to_string(), "seccomp_notify.default.same-cpu".to_string())];
+        let a = &n[&(
+            "arm64".to_string(),
+            "seccomp_notify.default.same-cpu".to_string(),
+        )];
         assert!((a.sd_pct - 1.0761).abs() < 0.001, "{a:?}");
         assert_eq!(x.boots_needed, None);
     }
@@ -442,7 +503,10 @@ mod tests {
     fn paired_noise_is_what_is_left_once_a_shared_host_state_cancels() {
         let (run, m) = crate::stats::compare::aa_fixture::fixture_run("aa-host-phase");
         let n = noise(&[&run], &m);
-        let x = &n[&("arm64".to_string(), "seccomp_notify.default.cross-cpu".to_string())];
+        let x = &n[&(
+            "arm64".to_string(),
+            "seccomp_notify.default.cross-cpu".to_string(),
+        )];
         let (sd, df, pairs) = x.paired.expect("the fixture's boots ran in pairs");
         assert_eq!(df, 17);
         // 17 of the 18 pairs agree within 2%; one pair straddles the

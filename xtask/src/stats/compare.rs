@@ -9,17 +9,19 @@
 //! no change worth reporting is plausible) and "too noisy to judge" (it
 //! reaches past the minimum effect: more samples could still find one).
 
-use crate::plan::matrix::{Across, Matrix, Within};
 use super::bootstrap::quantile_change_ci_boots;
 use super::hypothesis::{mann_whitney_u, paired_t, welch_t};
 use super::intervals::{paired_log_change_ci, ChangeCi};
 use super::location::{location, summarize};
 use super::noise::{boot_noise, pair_log_ss, pooled_noise};
-use crate::schema::{Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Split, Verdict};
+use crate::plan::matrix::{Across, Matrix, Within};
+use crate::schema::{
+    Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Split, Verdict,
+};
 
 pub const ALPHA: f64 = 0.05;
 pub const RESAMPLES: usize = 10_000;
-pub const SEED: u64 = 0x6b6d_6174_7269_78;
+pub const SEED: u64 = 0x006b_6d61_7472_6978;
 
 #[cfg(test)]
 pub fn compare_samples(
@@ -83,11 +85,7 @@ pub fn compare_boots(
     let sn = summarize(new)?;
     // Per boot, the compared quantile (the median unless declared; the
     // p_test keeps its name for results.json), on the log scale.
-    let log_stats = |bs: &[&[f64]]| {
-        bs.iter()
-            .map(|b| location(b, q).ln())
-            .collect::<Vec<f64>>()
-    };
+    let log_stats = |bs: &[&[f64]]| bs.iter().map(|b| location(b, q).ln()).collect::<Vec<f64>>();
     let (lb, ln) = (log_stats(base_boots), log_stats(new_boots));
     let test = p_test(base_boots, new_boots, pairing);
     // Boot pairs: ln(new_i / base_i) of each pair's statistics.
@@ -151,7 +149,14 @@ fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], pairing: Pairing) -> PTes
 /// one cell come from the same boots (resampled paired); two cells of one
 /// run whose boots alternated pair boot i with boot i, so a host state
 /// that lasts minutes cancels out; anything else is independent.
-fn pairing(kind: ComparisonKind, same_run: bool, bc: &CellResult, nc: &CellResult, nb: usize, nn: usize) -> Pairing {
+fn pairing(
+    kind: ComparisonKind,
+    same_run: bool,
+    bc: &CellResult,
+    nc: &CellResult,
+    nb: usize,
+    nn: usize,
+) -> Pairing {
     if kind == ComparisonKind::Within {
         Pairing::SameBoots
     } else if same_run && interleaved(bc, nc, nb, nn) {
@@ -211,8 +216,15 @@ fn make(
     let (ci, p, verdict, cv_base, cv_new) =
         compare_boots(&base_boots, &new_boots, pairing, better, min_effect_pct, q)?;
     let test = p_test(&base_boots, &new_boots, pairing);
-    let (boot_sd_pct, boots_needed) =
-        too_noisy_noise(verdict, pairing, test, &base_boots, &new_boots, q, min_effect_pct);
+    let (boot_sd_pct, boots_needed) = too_noisy_noise(
+        verdict,
+        pairing,
+        test,
+        &base_boots,
+        &new_boots,
+        q,
+        min_effect_pct,
+    );
     Some(Comparison {
         kind,
         base_cell: bc.id.clone(),
@@ -254,7 +266,10 @@ fn host_states<'a>(
     metric: &str,
     boots: usize,
 ) -> Option<(&'a str, Vec<Option<f64>>)> {
-    let sm = c.metrics.iter().find(|x| x.name == metric && x.skip.is_none())?;
+    let sm = c
+        .metrics
+        .iter()
+        .find(|x| x.name == metric && x.skip.is_none())?;
     if sm.boot_sizes.len() != boots || sm.samples.is_empty() {
         return None;
     }
@@ -270,7 +285,11 @@ fn host_states<'a>(
 /// entry per boot, as `boot_sizes` or a single boot).
 fn select_boots(x: &Metric, keep: &[bool]) -> Metric {
     let boots = x.by_boot();
-    let mut out = Metric { samples: vec![], boot_sizes: vec![], ..x.clone() };
+    let mut out = Metric {
+        samples: vec![],
+        boot_sizes: vec![],
+        ..x.clone()
+    };
     for (b, _) in boots.iter().zip(keep).filter(|(_, k)| **k) {
         out.samples.extend_from_slice(b);
         out.boot_sizes.push(b.len());
@@ -333,10 +352,12 @@ fn within(out: &mut Vec<Comparison>, m: &Matrix, c: &CellResult, w: &Within) {
             .as_ref()
             .and_then(|sp| Some((sp, host_states(c, &sp.metric, bm.boot_sizes.len())?)));
         let Some((sp, (unit, values))) = states else {
-            out.extend(make(ComparisonKind::Within, m, c, bm, c, nm, true).map(|mut x| {
-                x.reference = w.reference.clone();
-                x
-            }));
+            out.extend(
+                make(ComparisonKind::Within, m, c, bm, c, nm, true).map(|mut x| {
+                    x.reference = w.reference.clone();
+                    x
+                }),
+            );
             continue;
         };
         // The claim's state first, then the other; a state no boot was in
@@ -350,18 +371,20 @@ fn within(out: &mut Vec<Comparison>, m: &Matrix, c: &CellResult, w: &Within) {
             }
             let keep: Vec<bool> = values.iter().map(|v| v.is_some_and(side)).collect();
             let (b, nw) = (select_boots(bm, &keep), select_boots(nm, &keep));
-            out.extend(make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(|mut x| {
-                x.reference = w.reference.clone();
-                x.split = Some(Split {
-                    metric: sp.metric.clone(),
-                    unit: unit.to_string(),
-                    at: sp.at,
-                    above,
-                    median: location(&here, 0.5),
-                    boots_other: seen.len() - here.len(),
-                });
-                x
-            }));
+            out.extend(
+                make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(|mut x| {
+                    x.reference = w.reference.clone();
+                    x.split = Some(Split {
+                        metric: sp.metric.clone(),
+                        unit: unit.to_string(),
+                        at: sp.at,
+                        above,
+                        median: location(&here, 0.5),
+                        boots_other: seen.len() - here.len(),
+                    });
+                    x
+                }),
+            );
         }
     }
 }
@@ -438,19 +461,46 @@ mod tests {
         let ci = |pct_change: f64, lo: f64, hi: f64| ChangeCi { pct_change, lo, hi };
         let v = |few, c: &ChangeCi, p, b, min| verdict(few, c, p, b, min);
         let faster = ci(-10.0, -12.0, -8.0);
-        assert_eq!(v(true, &faster, 0.01, Better::Lower, 5.0), Verdict::TooFewSamples);
-        assert_eq!(v(false, &faster, 0.01, Better::Lower, 5.0), Verdict::Improved);
-        assert_eq!(v(false, &faster, 0.01, Better::Higher, 5.0), Verdict::Regressed);
+        assert_eq!(
+            v(true, &faster, 0.01, Better::Lower, 5.0),
+            Verdict::TooFewSamples
+        );
+        assert_eq!(
+            v(false, &faster, 0.01, Better::Lower, 5.0),
+            Verdict::Improved
+        );
+        assert_eq!(
+            v(false, &faster, 0.01, Better::Higher, 5.0),
+            Verdict::Regressed
+        );
         // Exactly the minimum effect is enough.
-        assert_eq!(v(false, &faster, 0.01, Better::Lower, 10.0), Verdict::Improved);
+        assert_eq!(
+            v(false, &faster, 0.01, Better::Lower, 10.0),
+            Verdict::Improved
+        );
         // Not significant (p, or a CI across zero): the CI's reach decides.
-        assert_eq!(v(false, &faster, 0.05, Better::Lower, 5.0), Verdict::TooNoisy);
-        assert_eq!(v(false, &ci(-2.0, -4.0, 1.0), 0.01, Better::Lower, 5.0), Verdict::NoChange);
+        assert_eq!(
+            v(false, &faster, 0.05, Better::Lower, 5.0),
+            Verdict::TooNoisy
+        );
+        assert_eq!(
+            v(false, &ci(-2.0, -4.0, 1.0), 0.01, Better::Lower, 5.0),
+            Verdict::NoChange
+        );
         // Significant but smaller than the minimum effect.
-        assert_eq!(v(false, &ci(2.0, 1.0, 3.0), 0.001, Better::Lower, 5.0), Verdict::NoChange);
-        assert_eq!(v(false, &faster, 0.01, Better::Lower, 11.0), Verdict::TooNoisy);
+        assert_eq!(
+            v(false, &ci(2.0, 1.0, 3.0), 0.001, Better::Lower, 5.0),
+            Verdict::NoChange
+        );
+        assert_eq!(
+            v(false, &faster, 0.01, Better::Lower, 11.0),
+            Verdict::TooNoisy
+        );
         // A CI reaching exactly the minimum effect is within it.
-        assert_eq!(v(false, &ci(0.0, -5.0, 5.0), 0.9, Better::Lower, 5.0), Verdict::NoChange);
+        assert_eq!(
+            v(false, &ci(0.0, -5.0, 5.0), 0.9, Better::Lower, 5.0),
+            Verdict::NoChange
+        );
     }
 
     #[test]
@@ -497,7 +547,7 @@ mod tests {
             rng ^= rng >> 7;
             rng ^= rng << 17;
             let u = (rng % 10_000) as f64 / 10_000.0;
-            if rng % 4 == 0 {
+            if rng.is_multiple_of(4) {
                 100.0 + 300.0 * u
             } else {
                 95.0 + 10.0 * u
@@ -531,11 +581,13 @@ mod tests {
             base.iter().map(|v| &v[..]).collect(),
             new.iter().map(|v| &v[..]).collect(),
         );
-        let (_, p, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 1.0, 0.5).unwrap();
+        let (_, p, v, _, _) =
+            compare_boots(&b, &n, Pairing::None, Better::Lower, 1.0, 0.5).unwrap();
         assert!(p > 0.5, "{p}");
         assert_ne!(v, Verdict::Regressed);
         // Paired (two metrics of the same boots): the boot shifts cancel.
-        let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::SameBoots, Better::Lower, 1.0, 0.5).unwrap();
+        let (ci, _, v, _, _) =
+            compare_boots(&b, &n, Pairing::SameBoots, Better::Lower, 1.0, 0.5).unwrap();
         assert!(ci.lo > 0.0, "{ci:?}");
         assert_eq!(v, Verdict::Regressed);
     }
@@ -646,8 +698,10 @@ pub(crate) mod aa_fixture {
 
     fn verdict(metric: &str, q: f64) -> (ChangeCi, Verdict) {
         let (b, n) = (boots("base", metric), boots("aa", metric));
-        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) =
-            (b.iter().map(|v| &v[..]).collect(), n.iter().map(|v| &v[..]).collect());
+        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
+            b.iter().map(|v| &v[..]).collect(),
+            n.iter().map(|v| &v[..]).collect(),
+        );
         let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, q).unwrap();
         (ci, v)
     }
@@ -664,7 +718,10 @@ pub(crate) mod aa_fixture {
         assert!(ci.hi - ci.lo > 40.0, "{ci:?}");
         assert!(ci10.hi - ci10.lo < 8.0, "{ci10:?}");
         assert!(ci10.lo < 0.0 && ci10.hi > 0.0, "{ci10:?}");
-        assert!(!matches!(v10, Verdict::Improved | Verdict::Regressed), "{v10:?}");
+        assert!(
+            !matches!(v10, Verdict::Improved | Verdict::Regressed),
+            "{v10:?}"
+        );
         // Cross-CPU round trips also move between boots at their low end
         // (p5 98.6..114.3 us on both sides): p10 narrows the CI there less.
         let (cc, _) = verdict("seccomp_notify.default.cross-cpu", 0.5);
@@ -679,8 +736,10 @@ pub(crate) mod aa_fixture {
     fn too_noisy_says_the_boot_spread_and_the_boots_it_would_take() {
         let m = "seccomp_notify.default.cross-cpu";
         let (b, n) = (boots("base", m), boots("aa", m));
-        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) =
-            (b.iter().map(|v| &v[..]).collect(), n.iter().map(|v| &v[..]).collect());
+        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
+            b.iter().map(|v| &v[..]).collect(),
+            n.iter().map(|v| &v[..]).collect(),
+        );
         // Computed outside the harness from the fixture's METRIC lines: the
         // p10 (numpy's linear method) of each boot, base 111.405 99.765
         // 120.895 119.088 108.070 110.111 and aa 103.197 100.452 117.763
@@ -696,8 +755,15 @@ pub(crate) mod aa_fixture {
     /// A captured run from tests/fixtures/runs/NAME and the default matrix.
     pub(crate) fn fixture_run(name: &str) -> (Run, Matrix) {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-        let run = Run::load(std::path::Path::new(&format!("{dir}/tests/fixtures/runs/{name}/results.json"))).unwrap();
-        let m = Matrix::parse("matrix.toml", &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap()).unwrap();
+        let run = Run::load(std::path::Path::new(&format!(
+            "{dir}/tests/fixtures/runs/{name}/results.json"
+        )))
+        .unwrap();
+        let m = Matrix::parse(
+            "matrix.toml",
+            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
+        )
+        .unwrap();
         (run, m)
     }
 
@@ -757,7 +823,10 @@ pub(crate) mod aa_fixture {
             .unwrap();
         assert_eq!(c.p_test, PTest::PairedBootMedians);
         assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
-        assert!(c.pct_change.abs() < 2.0 && c.ci95_lo > -5.0 && c.ci95_hi < 5.0, "{c:?}");
+        assert!(
+            c.pct_change.abs() < 2.0 && c.ci95_lo > -5.0 && c.ci95_hi < 5.0,
+            "{c:?}"
+        );
         // Against a 3% minimum effect the same pairs are too noisy, and
         // say so in pairs: how much a pair's two boots differ (SD of the
         // log ratio, 5.1504% over 17 df) and the pairs that would do: the
@@ -767,13 +836,17 @@ pub(crate) mod aa_fixture {
         let (_, mut m3) = fixture_run("aa-host-phase");
         m3.metric.get_mut("seccomp_notify").unwrap().min_effect_pct = 3.0;
         let cs3 = compare(&run, &m3);
-        let c3 = cs3.iter().find(|c| c.new_cell == nc.id && c.new_metric == name).unwrap();
+        let c3 = cs3
+            .iter()
+            .find(|c| c.new_cell == nc.id && c.new_metric == name)
+            .unwrap();
         assert_eq!(c3.verdict, Verdict::TooNoisy, "{c3:?}");
         assert!((c3.boot_sd_pct.unwrap() - 5.1504).abs() < 1e-4, "{c3:?}");
         assert_eq!(c3.boots_needed, Some(25), "{c3:?}");
         // The same boots taken as unpaired: the pooled medians sit in the
         // two modes, and the boots' spread leaves it too noisy.
-        let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, 0.5).unwrap();
+        let (ci, _, v, _, _) =
+            compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, 0.5).unwrap();
         assert_eq!(v, Verdict::TooNoisy);
         assert!(ci.pct_change > 10.0, "{ci:?}");
         // Cells booted one after the other are not pairs; nor is a cell
@@ -789,7 +862,11 @@ pub(crate) mod aa_fixture {
         let (mut tb, mut tn) = (bc.clone(), nc.clone());
         for (b, n) in tb.boots.iter_mut().zip(tn.boots.iter_mut()) {
             let first = 2 * b.boot - 1;
-            (b.seq, n.seq) = if b.boot % 2 == 1 { (first, first + 1) } else { (first + 1, first) };
+            (b.seq, n.seq) = if b.boot % 2 == 1 {
+                (first, first + 1)
+            } else {
+                (first + 1, first)
+            };
         }
         assert!(interleaved(&tb, &tn, 18, 18));
     }
@@ -808,7 +885,9 @@ pub(crate) mod aa_fixture {
         let cs = compare(&run, &m);
         let claim = |cell: &str, metric: &str| -> Vec<&Comparison> {
             cs.iter()
-                .filter(|c| c.new_cell == cell && c.new_metric == metric && c.kind == ComparisonKind::Within)
+                .filter(|c| {
+                    c.new_cell == cell && c.new_metric == metric && c.kind == ComparisonKind::Within
+                })
                 .collect()
         };
         let x86 = "6.1/seccomp-sync-wakeup/x86_64/tiny";
@@ -817,7 +896,10 @@ pub(crate) mod aa_fixture {
         let (hi, lo) = (unpinned[0], unpinned[1]);
         let (shi, slo) = (hi.split.as_ref().unwrap(), lo.split.as_ref().unwrap());
         assert!(shi.above && !slo.above);
-        assert_eq!((hi.boots_new, shi.boots_other, lo.boots_new, slo.boots_other), (7, 11, 11, 7));
+        assert_eq!(
+            (hi.boots_new, shi.boots_other, lo.boots_new, slo.boots_other),
+            (7, 11, 11, 7)
+        );
         assert_eq!(hi.p_test, PTest::MannWhitney, "same boots: paired samples");
         assert_eq!(hi.verdict, Verdict::Improved, "{hi:?}");
         assert!(hi.pct_change < -20.0 && hi.ci95_hi < -15.0, "{hi:?}");
@@ -826,26 +908,48 @@ pub(crate) mod aa_fixture {
         assert!(shi.median > 40.0 && slo.median < 10.0, "{shi:?} {slo:?}");
         // Each state's comparison holds only its boots' samples.
         let all = |name: &str| {
-            run.cells.iter().find(|c| c.id == x86).unwrap().metrics.iter().find(|x| x.name == name).unwrap().samples.len()
+            run.cells
+                .iter()
+                .find(|c| c.id == x86)
+                .unwrap()
+                .metrics
+                .iter()
+                .find(|x| x.name == name)
+                .unwrap()
+                .samples
+                .len()
         };
         assert_eq!(hi.n_new + lo.n_new, all("seccomp_notify.sync.unpinned"));
-        assert_eq!(hi.n_base + lo.n_base, all("seccomp_notify.default.unpinned"));
+        assert_eq!(
+            hi.n_base + lo.n_base,
+            all("seccomp_notify.default.unpinned")
+        );
         // Same-CPU does not depend on the wakeup: no change in either state.
         for c in claim(x86, "seccomp_notify.sync.same-cpu") {
             assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
         }
         // arm64 stayed in the cheap state: one comparison, over all 6 boots,
         // which says the other state was never seen.
-        let arm = claim("6.1/seccomp-sync-wakeup/arm64/tiny", "seccomp_notify.sync.unpinned");
+        let arm = claim(
+            "6.1/seccomp-sync-wakeup/arm64/tiny",
+            "seccomp_notify.sync.unpinned",
+        );
         assert_eq!(arm.len(), 1, "{arm:?}");
         let s = arm[0].split.as_ref().unwrap();
-        assert!(!s.above && s.boots_other == 0 && arm[0].boots_new == 6, "{s:?}");
+        assert!(
+            !s.above && s.boots_other == 0 && arm[0].boots_new == 6,
+            "{s:?}"
+        );
         // Base vs series is not split (no [within.split] there); neither is
         // a pair whose cell lacks the split metric: one comparison, no split.
-        assert!(cs.iter().filter(|c| c.kind == ComparisonKind::Variants).all(|c| c.split.is_none()));
+        assert!(cs
+            .iter()
+            .filter(|c| c.kind == ComparisonKind::Variants)
+            .all(|c| c.split.is_none()));
         let mut old = run.clone();
         for c in old.cells.iter_mut() {
-            c.metrics.retain(|x| !x.name.starts_with("seccomp_notify.host.wake_gap"));
+            c.metrics
+                .retain(|x| !x.name.starts_with("seccomp_notify.host.wake_gap"));
         }
         let plain = compare(&old, &m);
         let one: Vec<&Comparison> = plain
@@ -854,6 +958,11 @@ pub(crate) mod aa_fixture {
             .collect();
         assert_eq!(one.len(), 1);
         assert!(one[0].split.is_none() && one[0].boots_new == 18);
-        assert_ne!(one[0].verdict, Verdict::Improved, "pooled over both states: {:?}", one[0]);
+        assert_ne!(
+            one[0].verdict,
+            Verdict::Improved,
+            "pooled over both states: {:?}",
+            one[0]
+        );
     }
 }

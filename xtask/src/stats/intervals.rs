@@ -121,7 +121,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn paired_log_change_is_the_t_interval_of_the_mean_log_ratio() {
         // d = 0.01..0.05: mean 0.03, variance 0.00025, 4 df; t(0.975, 4) =

@@ -150,7 +150,10 @@ pub(super) fn median_of_sorted(sorted: &[f64]) -> f64 {
 pub(super) fn mean_var(x: &[f64]) -> (f64, f64) {
     let n = x.len() as f64;
     let mean = x.iter().sum::<f64>() / n;
-    (mean, x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0))
+    (
+        mean,
+        x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0),
+    )
 }
 
 #[cfg(test)]
@@ -251,7 +254,6 @@ mod tests {
             None
         );
     }
-
 
     #[test]
     fn every_median_is_the_middle_value_or_the_mean_of_the_two() {

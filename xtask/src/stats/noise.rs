@@ -16,7 +16,10 @@ pub fn log_ss(values: &[f64]) -> (f64, usize) {
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
     let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-    (logs.iter().map(|x| (x - mean).powi(2)).sum(), logs.len() - 1)
+    (
+        logs.iter().map(|x| (x - mean).powi(2)).sum(),
+        logs.len() - 1,
+    )
 }
 
 /// From a pooled sum of squares of logs and its degrees of freedom
@@ -28,7 +31,11 @@ pub fn pooled_noise(ss: f64, df: usize, min_effect_pct: f64, paired: bool) -> (f
     let h = (1.0 + min_effect_pct / 100.0).ln();
     (
         100.0 * (sd.exp() - 1.0),
-        if paired { pairs_needed(sd, h) } else { boots_needed(sd, h) },
+        if paired {
+            pairs_needed(sd, h)
+        } else {
+            boots_needed(sd, h)
+        },
     )
 }
 
