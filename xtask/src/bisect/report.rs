@@ -62,15 +62,10 @@ pub fn step_reproducer(
     s
 }
 
-pub fn bisect_markdown(st: &State, run_dir: &Path) -> String {
+/// The answer in bold: the first bad patch with both sides' judgements, the
+/// patches it is one of, why there is nothing to bisect, or how to resume.
+fn answer(o: &mut String, st: &State, run_dir: &Path) {
     let n = st.patches.len();
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# Bisect: {} on {} {}/{}\n",
-        st.series, st.kernel, st.arch, st.config
-    );
-    let _ = writeln!(o, "Bad when: {}.\n", st.predicate_text);
     match &st.answer {
         Some(Answer::Found {
             index,
@@ -109,6 +104,18 @@ pub fn bisect_markdown(st: &State, run_dir: &Path) -> String {
             );
         }
     }
+}
+
+pub fn bisect_markdown(st: &State, run_dir: &Path) -> String {
+    let n = st.patches.len();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Bisect: {} on {} {}/{}\n",
+        st.series, st.kernel, st.arch, st.config
+    );
+    let _ = writeln!(o, "Bad when: {}.\n", st.predicate_text);
+    answer(&mut o, st, run_dir);
     let skips = st
         .steps
         .iter()

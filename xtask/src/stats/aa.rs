@@ -178,69 +178,11 @@ pub struct Noise {
 /// and base~aa both: the same kernel), for every compared metric with at
 /// least two boots.
 pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
-    // (sum of squared deviations, degrees of freedom) per key.
-    let mut acc: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
-    let mut pairs: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+    let mut acc = Pooled::new();
+    let mut pairs = Pooled::new();
     for run in runs {
-        // The twin against its base, pair by pair, where the boots paired.
-        for t in run.cells.iter().filter(|c| c.variant == AA_VARIANT) {
-            let base_id = t.id.replacen(&format!("/{AA_VARIANT}/"), "/base/", 1);
-            let Some(b) = run.cells.iter().find(|c| c.id == base_id) else {
-                continue;
-            };
-            for tm in t
-                .metrics
-                .iter()
-                .filter(|x| x.skip.is_none() && m.compared(&x.name))
-            {
-                let Some(bm) = b
-                    .metrics
-                    .iter()
-                    .find(|x| x.name == tm.name && x.skip.is_none())
-                else {
-                    continue;
-                };
-                let (bb, tb) = (bm.by_boot(), tm.by_boot());
-                if !interleaved(b, t, bb.len(), tb.len()) {
-                    continue;
-                }
-                let (ss, df) = pair_log_ss(&bb, &tb, m.metric_quantile(&tm.name));
-                let e = pairs
-                    .entry((t.arch.to_string(), tm.name.clone()))
-                    .or_default();
-                e.0 += ss;
-                e.1 += df;
-            }
-        }
-        let has_twin = |c: &CellResult| {
-            let twin =
-                c.id.replacen(&format!("/{}/", c.variant), &format!("/{AA_VARIANT}/"), 1);
-            c.variant == "base" && run.cells.iter().any(|x| x.id == twin)
-        };
-        for c in run
-            .cells
-            .iter()
-            .filter(|c| c.variant == AA_VARIANT || has_twin(c))
-        {
-            for metric in c
-                .metrics
-                .iter()
-                .filter(|x| x.skip.is_none() && m.compared(&x.name))
-            {
-                let boots = metric.by_boot();
-                if boots.len() < 2 {
-                    continue;
-                }
-                let q = m.metric_quantile(&metric.name);
-                let per_boot: Vec<f64> = boots.iter().map(|b| location(b, q)).collect();
-                let (ss, df) = log_ss(&per_boot);
-                let e = acc
-                    .entry((c.arch.to_string(), metric.name.clone()))
-                    .or_default();
-                e.0 += ss;
-                e.1 += df;
-            }
-        }
+        pool_pairs(&mut pairs, run, m);
+        pool_boots(&mut acc, run, m);
     }
     acc.into_iter()
         .filter(|(_, (_, df))| *df > 0)
@@ -265,6 +207,74 @@ pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
             ((arch, metric), n)
         })
         .collect()
+}
+
+/// Per (arch, metric): a sum of squared deviations of logs and its degrees
+/// of freedom, pooled over cells.
+type Pooled = BTreeMap<(String, String), (f64, usize)>;
+
+fn add(p: &mut Pooled, arch: &str, metric: &str, (ss, df): (f64, usize)) {
+    let e = p.entry((arch.to_string(), metric.to_string())).or_default();
+    e.0 += ss;
+    e.1 += df;
+}
+
+/// The twin against its base, pair by pair, where the boots paired.
+fn pool_pairs(pairs: &mut Pooled, run: &Run, m: &Matrix) {
+    for t in run.cells.iter().filter(|c| c.variant == AA_VARIANT) {
+        let base_id = t.id.replacen(&format!("/{AA_VARIANT}/"), "/base/", 1);
+        let Some(b) = run.cells.iter().find(|c| c.id == base_id) else {
+            continue;
+        };
+        for tm in t
+            .metrics
+            .iter()
+            .filter(|x| x.skip.is_none() && m.compared(&x.name))
+        {
+            let Some(bm) = b
+                .metrics
+                .iter()
+                .find(|x| x.name == tm.name && x.skip.is_none())
+            else {
+                continue;
+            };
+            let (bb, tb) = (bm.by_boot(), tm.by_boot());
+            if !interleaved(b, t, bb.len(), tb.len()) {
+                continue;
+            }
+            let q = m.metric_quantile(&tm.name);
+            add(pairs, &t.arch, &tm.name, pair_log_ss(&bb, &tb, q));
+        }
+    }
+}
+
+/// Boot to boot within each cell of an A/A pair (base and base~aa both:
+/// the same kernel), for every compared metric with at least two boots.
+fn pool_boots(acc: &mut Pooled, run: &Run, m: &Matrix) {
+    let has_twin = |c: &CellResult| {
+        let twin =
+            c.id.replacen(&format!("/{}/", c.variant), &format!("/{AA_VARIANT}/"), 1);
+        c.variant == "base" && run.cells.iter().any(|x| x.id == twin)
+    };
+    for c in run
+        .cells
+        .iter()
+        .filter(|c| c.variant == AA_VARIANT || has_twin(c))
+    {
+        for metric in c
+            .metrics
+            .iter()
+            .filter(|x| x.skip.is_none() && m.compared(&x.name))
+        {
+            let boots = metric.by_boot();
+            if boots.len() < 2 {
+                continue;
+            }
+            let q = m.metric_quantile(&metric.name);
+            let per_boot: Vec<f64> = boots.iter().map(|b| location(b, q)).collect();
+            add(acc, &c.arch, &metric.name, log_ss(&per_boot));
+        }
+    }
 }
 
 /// Every goal of every arch met.
