@@ -1,7 +1,9 @@
 //! A/B comparison of metrics with statistics: base vs series cells of the
-//! same kernel/arch/config, and declared within-cell pairs (sync vs default).
+//! same kernel/arch/config, declared within-cell pairs (sync vs default)
+//! and declared pairs of configs.
 //!
-//! Pure: a `Run` and the matrix's metric declarations in, comparisons out.
+//! Pure: a `Run` and the matrix's metric declarations in, `Comparison`
+//! records out; no text (the table is `report::compare`'s).
 //! The verdict needs both a rank test (Mann-Whitney U, p < alpha) and a
 //! bootstrap CI of the median change that excludes zero, and a change at
 //! least as large as the metric's declared minimum effect. Otherwise the CI
