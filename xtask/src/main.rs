@@ -14,6 +14,7 @@ mod plan;
 mod report;
 mod runner;
 mod schema;
+mod stats;
 mod util;
 
 #[cfg(test)]

@@ -9,8 +9,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{compare, stats};
 use crate::schema::{Better, CellResult, Outcome};
+use crate::stats::compare::{self, Pairing};
+use crate::stats::intervals::median_ci;
+use crate::stats::location::{median, summarize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
@@ -121,166 +123,183 @@ pub fn judge(
         return Verdict::Skip(why);
     }
     match p {
-        Predicate::Outcome { test, case, bad } => {
-            let Some(t) = step.tests.iter().find(|t| &t.name == test) else {
-                // The kernel died before the test reported.
-                return if bad.contains(&step.outcome) {
-                    Verdict::Bad(format!("cell {} before {test} reported", step.outcome))
-                } else {
-                    Verdict::Skip(format!("{test} did not run (cell {})", step.outcome))
-                };
-            };
-            let (what, outcome, reason) = match case {
-                None => (test.clone(), t.outcome, t.reason.clone()),
-                Some(c) => match t.cases.iter().find(|x| &x.name == c) {
-                    Some(x) => (format!("{test} {c}"), x.outcome, x.reason.clone()),
-                    None if bad.contains(&t.outcome) && t.outcome != Outcome::Fail => {
-                        // The test crashed or timed out before the case.
-                        (format!("{test} (before {c})"), t.outcome, t.reason.clone())
-                    }
-                    None => {
-                        return Verdict::Skip(format!(
-                            "{test} ran ({}) but has no case {c}",
-                            t.outcome
-                        ))
-                    }
-                },
-            };
-            let why = format!(
-                "{what}: {outcome}{}",
-                reason
-                    .map(|r| format!(" ({})", first_lines(&r, 3)))
-                    .unwrap_or_default()
-            );
-            if bad.contains(&outcome) {
-                Verdict::Bad(why)
-            } else {
-                Verdict::Good(why)
-            }
-        }
-        Predicate::NewFailures => {
-            let Some(base) = base else {
-                return Verdict::Skip("no base result to compare with".into());
-            };
-            let mut newly = vec![];
-            let mut checked = 0;
-            for bt in &base.tests {
-                let st = step.tests.iter().find(|t| t.name == bt.name);
-                if bt.cases.is_empty() {
-                    if bt.outcome == Outcome::Pass {
-                        checked += 1;
-                        match st {
-                            Some(t) if t.outcome == Outcome::Pass => {}
-                            Some(t) => newly.push(format!("{}: {}", t.name, t.outcome)),
-                            None => newly.push(format!("{}: did not run", bt.name)),
-                        }
-                    }
-                    continue;
-                }
-                for bc in bt.cases.iter().filter(|c| c.outcome == Outcome::Pass) {
-                    checked += 1;
-                    let sc = st.and_then(|t| t.cases.iter().find(|c| c.name == bc.name));
-                    match sc {
-                        Some(c) if c.outcome == Outcome::Pass => {}
-                        Some(c) => newly.push(format!(
-                            "{} {}: {}{}",
-                            bt.name,
-                            c.name,
-                            c.outcome,
-                            c.reason
-                                .as_ref()
-                                .map(|r| format!(" ({})", first_lines(r, 2)))
-                                .unwrap_or_default()
-                        )),
-                        None => newly.push(format!("{} {}: did not run", bt.name, bc.name)),
-                    }
-                }
-            }
-            if newly.is_empty() {
-                Verdict::Good(format!("all {checked} passing on the base pass"))
-            } else {
-                Verdict::Bad(format!(
-                    "{} of {checked} passing on the base do not: {}",
-                    newly.len(),
-                    newly.join("; ")
-                ))
-            }
-        }
+        Predicate::Outcome { test, case, bad } => judge_outcome(step, test, case.as_deref(), bad),
+        Predicate::NewFailures => match base {
+            Some(base) => judge_new_failures(step, base),
+            None => Verdict::Skip("no base result to compare with".into()),
+        },
         Predicate::Threshold {
             metric,
             value,
             bad_above,
-        } => {
-            let m = match metric_of(step, metric) {
-                Ok(m) => m,
-                Err(v) => return v,
-            };
-            let boots = m.by_boot();
-            let med = stats::median(&m.samples);
-            let ci = stats::summarize(&m.samples)
-                .and_then(|s| crate::report::markdown::median_ci(m, &s));
-            let Some((lo, hi)) = ci else {
-                return Verdict::Unclear(format!(
-                    "{metric}: {} samples are too few for a CI",
-                    m.samples.len()
-                ));
-            };
-            let desc = format!(
-                "{metric} median {med:.3} {} [{lo:.3}, {hi:.3}] over {} boots, threshold {value}",
-                m.unit,
-                boots.len()
-            );
-            let (past, within) = if *bad_above {
-                (lo > *value, hi <= *value)
-            } else {
-                (hi < *value, lo >= *value)
-            };
-            if past {
-                Verdict::Bad(desc)
-            } else if within {
-                Verdict::Good(desc)
-            } else {
-                Verdict::Unclear(desc)
+        } => judge_threshold(step, metric, *value, *bad_above),
+        Predicate::Regression { metric, pct } => match base {
+            Some(base) => judge_regression(step, base, metric, *pct, better, min_effect_pct),
+            None => Verdict::Skip("no base result to compare with".into()),
+        },
+    }
+}
+
+/// The test's (or its case's) outcome is one of `bad`.
+fn judge_outcome(step: &CellResult, test: &str, case: Option<&str>, bad: &[Outcome]) -> Verdict {
+    let Some(t) = step.tests.iter().find(|t| t.name == test) else {
+        // The kernel died before the test reported.
+        return if bad.contains(&step.outcome) {
+            Verdict::Bad(format!("cell {} before {test} reported", step.outcome))
+        } else {
+            Verdict::Skip(format!("{test} did not run (cell {})", step.outcome))
+        };
+    };
+    let (what, outcome, reason) = match case {
+        None => (test.to_string(), t.outcome, t.reason.clone()),
+        Some(c) => match t.cases.iter().find(|x| x.name == c) {
+            Some(x) => (format!("{test} {c}"), x.outcome, x.reason.clone()),
+            None if bad.contains(&t.outcome) && t.outcome != Outcome::Fail => {
+                // The test crashed or timed out before the case.
+                (format!("{test} (before {c})"), t.outcome, t.reason.clone())
+            }
+            None => {
+                return Verdict::Skip(format!("{test} ran ({}) but has no case {c}", t.outcome))
+            }
+        },
+    };
+    let why = format!(
+        "{what}: {outcome}{}",
+        reason
+            .map(|r| format!(" ({})", first_lines(&r, 3)))
+            .unwrap_or_default()
+    );
+    if bad.contains(&outcome) {
+        Verdict::Bad(why)
+    } else {
+        Verdict::Good(why)
+    }
+}
+
+/// Every case (or case-less test) that passes on the base passes here.
+fn judge_new_failures(step: &CellResult, base: &CellResult) -> Verdict {
+    let mut newly = vec![];
+    let mut checked = 0;
+    for bt in &base.tests {
+        let st = step.tests.iter().find(|t| t.name == bt.name);
+        if bt.cases.is_empty() {
+            if bt.outcome == Outcome::Pass {
+                checked += 1;
+                match st {
+                    Some(t) if t.outcome == Outcome::Pass => {}
+                    Some(t) => newly.push(format!("{}: {}", t.name, t.outcome)),
+                    None => newly.push(format!("{}: did not run", bt.name)),
+                }
+            }
+            continue;
+        }
+        for bc in bt.cases.iter().filter(|c| c.outcome == Outcome::Pass) {
+            checked += 1;
+            let sc = st.and_then(|t| t.cases.iter().find(|c| c.name == bc.name));
+            match sc {
+                Some(c) if c.outcome == Outcome::Pass => {}
+                Some(c) => newly.push(format!(
+                    "{} {}: {}{}",
+                    bt.name,
+                    c.name,
+                    c.outcome,
+                    c.reason
+                        .as_ref()
+                        .map(|r| format!(" ({})", first_lines(r, 2)))
+                        .unwrap_or_default()
+                )),
+                None => newly.push(format!("{} {}: did not run", bt.name, bc.name)),
             }
         }
-        Predicate::Regression { metric, pct } => {
-            let Some(base) = base else {
-                return Verdict::Skip("no base result to compare with".into());
-            };
-            let bm = match metric_of(base, metric) {
-                Ok(m) => m,
-                Err(v) => return Verdict::Skip(format!("on the base: {}", describe(&v))),
-            };
-            let sm = match metric_of(step, metric) {
-                Ok(m) => m,
-                Err(v) => return v,
-            };
-            let Some((ci, p, _, _, _)) =
-                // Bisect judges medians, as its threshold predicate does,
-                // whatever quantile the matrix's comparisons use.
-                compare::compare_boots(&bm.by_boot(), &sm.by_boot(), compare::Pairing::None, better, min_effect_pct, 0.5)
-            else {
-                return Verdict::Unclear(format!("{metric}: too few samples to compare"));
-            };
-            // Percent worse: positive is a regression whichever way is better.
-            let (w, wlo, whi) = match better {
-                Better::Lower => (ci.pct_change, ci.lo, ci.hi),
-                Better::Higher => (-ci.pct_change, -ci.hi, -ci.lo),
-            };
-            let desc = format!(
-                "{metric}: {:.3} -> {:.3} {} ({w:+.1}% worse [{wlo:+.1}, {whi:+.1}], p={p:.2e}; threshold +{pct}%)",
-                stats::median(&bm.samples),
-                stats::median(&sm.samples),
-                sm.unit,
-            );
-            if wlo > *pct {
-                Verdict::Bad(desc)
-            } else if whi < *pct {
-                Verdict::Good(desc)
-            } else {
-                Verdict::Unclear(desc)
-            }
-        }
+    }
+    if newly.is_empty() {
+        Verdict::Good(format!("all {checked} passing on the base pass"))
+    } else {
+        Verdict::Bad(format!(
+            "{} of {checked} passing on the base do not: {}",
+            newly.len(),
+            newly.join("; ")
+        ))
+    }
+}
+
+/// The metric's median CI lies past `value` (bad), within it (good), or
+/// straddles it (unclear).
+fn judge_threshold(step: &CellResult, metric: &str, value: f64, bad_above: bool) -> Verdict {
+    let m = match metric_of(step, metric) {
+        Ok(m) => m,
+        Err(v) => return v,
+    };
+    let boots = m.by_boot();
+    let med = median(&m.samples);
+    let ci = summarize(&m.samples).and_then(|s| median_ci(m, &s));
+    let Some((lo, hi)) = ci else {
+        return Verdict::Unclear(format!(
+            "{metric}: {} samples are too few for a CI",
+            m.samples.len()
+        ));
+    };
+    let desc = format!(
+        "{metric} median {med:.3} {} [{lo:.3}, {hi:.3}] over {} boots, threshold {value}",
+        m.unit,
+        boots.len()
+    );
+    let (past, within) = if bad_above {
+        (lo > value, hi <= value)
+    } else {
+        (hi < value, lo >= value)
+    };
+    if past {
+        Verdict::Bad(desc)
+    } else if within {
+        Verdict::Good(desc)
+    } else {
+        Verdict::Unclear(desc)
+    }
+}
+
+/// The CI of the change against the base lies past `pct` percent worse
+/// (bad), below it (good), or straddles it (unclear).
+fn judge_regression(
+    step: &CellResult,
+    base: &CellResult,
+    metric: &str,
+    pct: f64,
+    better: Better,
+    min_effect_pct: f64,
+) -> Verdict {
+    let bm = match metric_of(base, metric) {
+        Ok(m) => m,
+        Err(v) => return Verdict::Skip(format!("on the base: {}", describe(&v))),
+    };
+    let sm = match metric_of(step, metric) {
+        Ok(m) => m,
+        Err(v) => return v,
+    };
+    let Some((ci, p, _, _, _)) =
+        // Bisect judges medians, as its threshold predicate does,
+        // whatever quantile the matrix's comparisons use.
+        compare::compare_boots(&bm.by_boot(), &sm.by_boot(), Pairing::None, better, min_effect_pct, 0.5)
+    else {
+        return Verdict::Unclear(format!("{metric}: too few samples to compare"));
+    };
+    // Percent worse: positive is a regression whichever way is better.
+    let (w, wlo, whi) = match better {
+        Better::Lower => (ci.pct_change, ci.lo, ci.hi),
+        Better::Higher => (-ci.pct_change, -ci.hi, -ci.lo),
+    };
+    let desc = format!(
+        "{metric}: {:.3} -> {:.3} {} ({w:+.1}% worse [{wlo:+.1}, {whi:+.1}], p={p:.2e}; threshold +{pct}%)",
+        median(&bm.samples),
+        median(&sm.samples),
+        sm.unit,
+    );
+    if wlo > pct {
+        Verdict::Bad(desc)
+    } else if whi < pct {
+        Verdict::Good(desc)
+    } else {
+        Verdict::Unclear(desc)
     }
 }
 
@@ -436,7 +455,7 @@ mod tests {
     fn an_absolute_threshold_uses_the_median_ci() {
         let (base, _) = real();
         let metric = "seccomp_notify.default.same-cpu";
-        let med = stats::median(
+        let med = median(
             &base
                 .metrics
                 .iter()

@@ -7,8 +7,8 @@ use std::path::Path;
 use super::{Answer, State};
 use crate::build::source::PatchInfo;
 use crate::plan::variants::prefix_name;
-use crate::report::stats;
 use crate::schema::{CellResult, ComparisonKind, Outcome, Run};
+use crate::stats::{intervals, location};
 
 fn patch_line(i: usize, n: usize, p: &PatchInfo) -> String {
     format!(
@@ -75,15 +75,10 @@ pub fn step_reproducer(
     s
 }
 
-pub fn bisect_markdown(st: &State, run_dir: &Path) -> String {
+/// The answer in bold: the first bad patch with both sides' judgements, the
+/// patches it is one of, why there is nothing to bisect, or how to resume.
+fn answer(o: &mut String, st: &State, run_dir: &Path) {
     let n = st.patches.len();
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# Bisect: {} on {} {}/{}\n",
-        st.series, st.kernel, st.arch, st.config
-    );
-    let _ = writeln!(o, "Bad when: {}.\n", st.predicate_text);
     match &st.answer {
         Some(Answer::Found {
             index,
@@ -122,6 +117,18 @@ pub fn bisect_markdown(st: &State, run_dir: &Path) -> String {
             );
         }
     }
+}
+
+pub fn bisect_markdown(st: &State, run_dir: &Path) -> String {
+    let n = st.patches.len();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# Bisect: {} on {} {}/{}\n",
+        st.series, st.kernel, st.arch, st.config
+    );
+    let _ = writeln!(o, "Bad when: {}.\n", st.predicate_text);
+    answer(&mut o, st, run_dir);
     let skips = st
         .steps
         .iter()
@@ -175,19 +182,17 @@ fn median_ci(c: &CellResult, metric: &str) -> Option<(f64, f64, f64, String)> {
     if m.skip.is_some() || m.samples.is_empty() {
         return None;
     }
-    let s = stats::summarize(&m.samples)?;
+    let s = location::summarize(&m.samples)?;
     let med = s.median;
-    let (lo, hi) = crate::report::markdown::median_ci(m, &s).unwrap_or((f64::NAN, f64::NAN));
+    let (lo, hi) = intervals::median_ci(m, &s).unwrap_or((f64::NAN, f64::NAN));
     Some((med, lo, hi, m.unit.clone()))
 }
 
 fn failing(c: &CellResult) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for t in &c.tests {
-        if t.cases.is_empty() {
-            if t.outcome != Outcome::Pass && t.outcome != Outcome::Skip {
-                out.insert(format!("{} ({})", t.name, t.outcome));
-            }
+        if t.cases.is_empty() && t.outcome != Outcome::Pass && t.outcome != Outcome::Skip {
+            out.insert(format!("{} ({})", t.name, t.outcome));
         }
         for cs in &t.cases {
             if cs.outcome == Outcome::Fail {
@@ -215,140 +220,155 @@ pub fn sweep_markdown(run: &Run, kernel: &str, series: &str, patches: &[PatchInf
         .map(|c| (c.arch.clone(), c.config.clone()))
         .collect();
     for (arch, config) in groups {
-        let cell = |k: usize| {
-            let id = format!("{kernel}/{}/{arch}/{config}", prefix_name(series, k));
-            run.cells.iter().find(|c| c.id == id)
-        };
+        // The cell of prefix k (0: the base) on this arch and config.
+        let cells: Vec<Option<&CellResult>> = (0..=n)
+            .map(|k| {
+                let id = format!("{kernel}/{}/{arch}/{config}", prefix_name(series, k));
+                run.cells.iter().find(|c| c.id == id)
+            })
+            .collect();
         let _ = writeln!(o, "\n## {arch}/{config}\n");
-        let _ = writeln!(
-            o,
-            "| patches | outcome | failing | changed from the step before | build |"
-        );
-        let _ = writeln!(o, "|---|---|---|---|---|");
-        let mut before: Option<BTreeSet<String>> = None;
-        for k in 0..=n {
-            let Some(c) = cell(k) else {
-                let _ = writeln!(o, "| {k} | not run | | | |");
-                before = None;
-                continue;
-            };
-            let now = failing(c);
-            let change = match &before {
-                Some(b) => {
-                    let fixed: Vec<String> = b
-                        .difference(&now)
-                        .map(|x| format!("now passes: {x}"))
-                        .collect();
-                    let broke: Vec<String> = now
-                        .difference(b)
-                        .map(|x| format!("now fails: {x}"))
-                        .collect();
-                    fixed
-                        .into_iter()
-                        .chain(broke)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                }
-                None => String::new(),
-            };
-            let build = if c.timings.build_cached {
-                "cached".to_string()
-            } else {
-                format!(
-                    "{:.0}s{}",
-                    c.timings.build_s,
-                    if c.timings.build_incremental {
-                        " incr."
-                    } else {
-                        ""
-                    }
-                )
-            };
-            let _ = writeln!(
-                o,
-                "| {k} | {} | {} | {} | {build} |",
-                c.outcome,
-                now.len(),
-                change
-            );
-            before = Some(now);
-        }
-        let metrics: BTreeSet<String> = (0..=n)
-            .filter_map(cell)
+        sweep_outcomes(&mut o, &cells);
+        let metrics: BTreeSet<String> = cells
+            .iter()
+            .flatten()
             .flat_map(|c| c.metrics.iter().map(|m| m.name.clone()))
             .collect();
         for metric in metrics {
-            let _ = writeln!(o, "\n`{metric}`\n");
-            let _ = writeln!(
-                o,
-                "| patches | median | 95% CI | vs base | verdict | within the cell |"
-            );
-            let _ = writeln!(o, "|---|---|---|---|---|---|");
-            for k in 0..=n {
-                let Some(c) = cell(k) else { continue };
-                let Some((med, lo, hi, unit)) = median_ci(c, &metric) else {
-                    let why = c
-                        .metrics
-                        .iter()
-                        .find(|m| m.name == metric)
-                        .and_then(|m| m.skip.clone())
-                        .unwrap_or_else(|| format!("no samples ({})", c.outcome));
-                    let _ = writeln!(o, "| {k} | skip: {why} | | | | |");
-                    continue;
-                };
-                let cmp = run.comparisons.iter().find(|x| {
-                    x.kind == ComparisonKind::Variants
-                        && x.new_cell == c.id
-                        && x.new_metric == metric
-                });
-                let (vs, verdict) = match cmp {
-                    Some(x) => (
-                        format!(
-                            "{:+.1}% [{:+.1}, {:+.1}]",
-                            x.pct_change, x.ci95_lo, x.ci95_hi
-                        ),
-                        x.verdict.describe().to_string(),
-                    ),
-                    None if k == 0 => ("(base)".into(), String::new()),
-                    None => ("-".into(), String::new()),
-                };
-                // A declared pair inside the cell (sync vs default): the
-                // series' own claim, patch by patch.
-                let within = run
-                    .comparisons
-                    .iter()
-                    .filter(|x| {
-                        x.kind == ComparisonKind::Within
-                            && x.new_cell == c.id
-                            && x.new_metric == metric
-                    })
-                    .map(|x| {
-                        format!(
-                            "vs {}{}: {:+.1}% [{:+.1}, {:+.1}] {}",
-                            x.base_metric,
-                            x.split_note(),
-                            x.pct_change,
-                            x.ci95_lo,
-                            x.ci95_hi,
-                            x.verdict.describe()
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                let _ = writeln!(
-                    o,
-                    "| {k} | {med:.2} {unit} | [{lo:.2}, {hi:.2}] | {vs} | {verdict} | {within} |"
-                );
-            }
+            sweep_metric(&mut o, run, &cells, &metric);
         }
     }
     o
 }
 
+/// Prefix by prefix: the outcome, the failing count, what changed from the
+/// prefix before, the build.
+fn sweep_outcomes(o: &mut String, cells: &[Option<&CellResult>]) {
+    let _ = writeln!(
+        o,
+        "| patches | outcome | failing | changed from the step before | build |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|");
+    let mut before: Option<BTreeSet<String>> = None;
+    for (k, cell) in cells.iter().enumerate() {
+        let Some(c) = cell else {
+            let _ = writeln!(o, "| {k} | not run | | | |");
+            before = None;
+            continue;
+        };
+        let now = failing(c);
+        let change = match &before {
+            Some(b) => {
+                let fixed: Vec<String> = b
+                    .difference(&now)
+                    .map(|x| format!("now passes: {x}"))
+                    .collect();
+                let broke: Vec<String> = now
+                    .difference(b)
+                    .map(|x| format!("now fails: {x}"))
+                    .collect();
+                fixed
+                    .into_iter()
+                    .chain(broke)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            }
+            None => String::new(),
+        };
+        let build = if c.timings.build_cached {
+            "cached".to_string()
+        } else {
+            format!(
+                "{:.0}s{}",
+                c.timings.build_s,
+                if c.timings.build_incremental {
+                    " incr."
+                } else {
+                    ""
+                }
+            )
+        };
+        let _ = writeln!(
+            o,
+            "| {k} | {} | {} | {} | {build} |",
+            c.outcome,
+            now.len(),
+            change
+        );
+        before = Some(now);
+    }
+}
+
+/// One metric prefix by prefix: its median and CI, its change against the
+/// base with the verdict, and the cell's own declared pairs.
+fn sweep_metric(o: &mut String, run: &Run, cells: &[Option<&CellResult>], metric: &str) {
+    let _ = writeln!(o, "\n`{metric}`\n");
+    let _ = writeln!(
+        o,
+        "| patches | median | 95% CI | vs base | verdict | within the cell |"
+    );
+    let _ = writeln!(o, "|---|---|---|---|---|---|");
+    for (k, cell) in cells.iter().enumerate() {
+        let Some(c) = cell else { continue };
+        let Some((med, lo, hi, unit)) = median_ci(c, metric) else {
+            let why = c
+                .metrics
+                .iter()
+                .find(|m| m.name == metric)
+                .and_then(|m| m.skip.clone())
+                .unwrap_or_else(|| format!("no samples ({})", c.outcome));
+            let _ = writeln!(o, "| {k} | skip: {why} | | | | |");
+            continue;
+        };
+        let cmp = run.comparisons.iter().find(|x| {
+            x.kind == ComparisonKind::Variants && x.new_cell == c.id && x.new_metric == metric
+        });
+        let (vs, verdict) = match cmp {
+            Some(x) => (
+                format!(
+                    "{:+.1}% [{:+.1}, {:+.1}]",
+                    x.pct_change, x.ci95_lo, x.ci95_hi
+                ),
+                x.verdict.describe().to_string(),
+            ),
+            None if k == 0 => ("(base)".into(), String::new()),
+            None => ("-".into(), String::new()),
+        };
+        let within = within_claims(run, c, metric);
+        let _ = writeln!(
+            o,
+            "| {k} | {med:.2} {unit} | [{lo:.2}, {hi:.2}] | {vs} | {verdict} | {within} |"
+        );
+    }
+}
+
+/// A declared pair inside the cell (sync vs default): the series' own
+/// claim, patch by patch.
+fn within_claims(run: &Run, c: &CellResult, metric: &str) -> String {
+    run.comparisons
+        .iter()
+        .filter(|x| {
+            x.kind == ComparisonKind::Within && x.new_cell == c.id && x.new_metric == metric
+        })
+        .map(|x| {
+            format!(
+                "vs {}{}: {:+.1}% [{:+.1}, {:+.1}] {}",
+                x.base_metric,
+                x.split_note(),
+                x.pct_change,
+                x.ci95_lo,
+                x.ci95_hi,
+                x.verdict.describe()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::compare;
+    use crate::stats::compare;
 
     /// The real default-matrix run, its series cells renamed as the one
     /// and only prefix of a one-patch sweep.

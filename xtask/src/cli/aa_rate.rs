@@ -10,7 +10,8 @@ use clap::Args;
 
 use super::reports::load_run;
 use super::{Env, MatrixOpt};
-use crate::report::{aa, compare};
+use crate::report::aa as text;
+use crate::stats::{aa, compare};
 
 #[derive(Args, Debug)]
 pub struct AaRateCmd {
@@ -34,12 +35,12 @@ impl AaRateCmd {
             loaded.push(run);
         }
         let t = aa::tally(&all, &self.metric);
-        print!("{}", aa::text(&t));
+        print!("{}", text::text(&t));
         let mut noise = aa::noise(&loaded.iter().collect::<Vec<_>>(), &m);
         noise.retain(|(_, name), _| {
             self.metric.is_empty() || self.metric.iter().any(|p| name.starts_with(p))
         });
-        print!("{}", aa::noise_text(&noise));
+        print!("{}", text::noise_text(&noise));
         Ok(if aa::all_met(&t) { 0 } else { 1 })
     }
 }

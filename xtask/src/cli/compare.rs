@@ -9,8 +9,9 @@ use clap::Args;
 
 use super::reports::{load_run, results_file};
 use super::{report_regressions, Env, MatrixOpt};
-use crate::report::compare;
+use crate::report::compare as table;
 use crate::schema::{Comparison, Run, SCHEMA_VERSION};
+use crate::stats::compare;
 
 #[derive(Args, Debug)]
 pub struct CompareCmd {
@@ -61,7 +62,7 @@ fn one_run(dir: &Path, m: &crate::plan::matrix::Matrix) -> Result<Vec<Comparison
     let mut run = Run::load(&path)?;
     run.comparisons = compare::compare(&run, m);
     run.save(&path)?;
-    let table = compare::markdown(&run.comparisons);
+    let table = table::markdown(&run.comparisons);
     println!(
         "{}",
         if table.is_empty() {
@@ -81,7 +82,7 @@ fn two_runs(
 ) -> Result<Vec<Comparison>> {
     let (ra, rb) = (load_run(a)?, load_run(b)?);
     let cs = compare::compare_runs(&ra, &rb, m);
-    let table = compare::markdown(&cs);
+    let table = table::markdown(&cs);
     let heading = format!(
         "# {} (new) vs {} (base)\n",
         results_file(b).display(),

@@ -158,7 +158,7 @@ fn conclude(
     let results_path = run_dir.join("results.json");
     // An A/A run (--aa) also says how much a boot's figure moves here.
     let summary = super::reports::summary(run)
-        + &crate::report::aa::noise_text(&crate::report::aa::noise(&[run], m));
+        + &crate::report::aa::noise_text(&crate::stats::aa::noise(&[run], m));
     std::fs::write(run_dir.join("summary.md"), &summary)?;
     super::reports::write_run_reports(&env.root, run, m, run_dir);
     println!("{summary}");

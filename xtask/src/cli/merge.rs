@@ -10,7 +10,8 @@ use clap::Args;
 use super::reports::{self, load_run, results_file, Targets};
 use super::{Env, MatrixOpt};
 use crate::plan::matrix::Filters;
-use crate::report::{compare, merge};
+use crate::schema::merge;
+use crate::stats::compare;
 
 #[derive(Args, Debug)]
 pub struct MergeCmd {

@@ -1,393 +1,12 @@
-//! A/B comparison of metrics with statistics: base vs series cells of the
-//! same kernel/arch/config, and declared within-cell pairs (sync vs default).
-//!
-//! Pure: a `Run` and the matrix's metric declarations in, comparisons out.
-//! The verdict needs both a rank test (Mann-Whitney U, p < alpha) and a
-//! bootstrap CI of the median change that excludes zero, and a change at
-//! least as large as the metric's declared minimum effect. Otherwise the CI
-//! decides between "no significant change" (it lies within +-min effect, so
-//! no change worth reporting is plausible) and "too noisy to judge" (it
-//! reaches past the minimum effect: more samples could still find one).
+//! The comparisons table of summary.md: one row per comparison with the
+//! medians, the change and its CI, the p-value and the verdict in words.
+//! Rendering only: the comparisons are computed in `crate::stats::compare`.
 
-use crate::plan::matrix::Matrix;
-use crate::report::stats;
-use crate::schema::{
-    Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Split, Verdict,
-};
+use crate::schema::{Comparison, ComparisonKind, PTest};
 
-pub const ALPHA: f64 = 0.05;
-pub const RESAMPLES: usize = 10_000;
-pub const SEED: u64 = 0x6b6d_6174_7269_78;
-
+// Callers outside report/ still reach the computation through here.
 #[cfg(test)]
-pub fn compare_samples(
-    base: &[f64],
-    new: &[f64],
-    better: Better,
-    min_effect_pct: f64,
-) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
-    compare_boots(&[base], &[new], Pairing::None, better, min_effect_pct, 0.5)
-}
-
-/// How the boots of the two sides of a comparison relate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pairing {
-    /// Different boots, not paired (two runs, or boots not interleaved).
-    None,
-    /// The same boots: two metrics of one cell.
-    SameBoots,
-    /// Boot i of one cell ran right next to boot i of the other
-    /// (`interleaved`): each pair shares the host's state of the moment.
-    BootPairs,
-}
-
-/// Whether two cells' boots ran in pairs: the same number (at least 2) of
-/// boot records, as many as the metric has boots on each side, and boot i
-/// of each before boot i+1 of either (matrix's interleaved schedule, in
-/// either order within a pair). Cells run one after the other are not.
-pub fn interleaved(bc: &CellResult, nc: &CellResult, nb: usize, nn: usize) -> bool {
-    let seqs = |c: &CellResult| {
-        let mut b: Vec<(u32, u32)> = c.boots.iter().map(|r| (r.boot, r.seq)).collect();
-        b.sort();
-        b.into_iter().map(|(_, s)| s).collect::<Vec<u32>>()
-    };
-    let (sb, sn) = (seqs(bc), seqs(nc));
-    bc.id != nc.id
-        && sb.len() >= 2
-        && sb.len() == sn.len()
-        && sb.len() == nb
-        && sn.len() == nn
-        && (0..sb.len() - 1).all(|i| sb[i].max(sn[i]) < sb[i + 1].min(sn[i + 1]))
-}
-
-/// `compare_samples` for samples from one or more boots per side: the CI
-/// resamples boots too (stats::median_change_ci_boots), so a difference no
-/// bigger than the boot-to-boot spread is not called significant. The
-/// p-value: for two metrics of the same boots (`paired`), or with one boot
-/// on a side, Mann-Whitney U on the samples; for different boots on both
-/// sides, Welch's t on the log of the per-boot medians, because then the
-/// boot, not the sample, is the unit that was repeated. `q`: the quantile
-/// compared (0.5, the median; the per-boot statistic of Welch's t too).
-pub fn compare_boots(
-    base_boots: &[&[f64]],
-    new_boots: &[&[f64]],
-    pairing: Pairing,
-    better: Better,
-    min_effect_pct: f64,
-    q: f64,
-) -> Option<(stats::ChangeCi, f64, Verdict, f64, f64)> {
-    let (base, new) = (&base_boots.concat()[..], &new_boots.concat()[..]);
-    let sb = stats::summarize(base)?;
-    let sn = stats::summarize(new)?;
-    // Per boot, the compared quantile (the median unless declared; the
-    // p_test keeps its name for results.json), on the log scale.
-    let log_stats = |bs: &[&[f64]]| {
-        bs.iter()
-            .map(|b| stats::location(b, q).ln())
-            .collect::<Vec<f64>>()
-    };
-    let (lb, ln) = (log_stats(base_boots), log_stats(new_boots));
-    let test = p_test(base_boots, new_boots, pairing);
-    // Boot pairs: ln(new_i / base_i) of each pair's statistics.
-    let d: Vec<f64> = ln.iter().zip(&lb).map(|(n, b)| n - b).collect();
-    let ci = match test {
-        PTest::PairedBootMedians => stats::paired_log_change_ci(&d)?,
-        _ => stats::quantile_change_ci_boots(
-            base_boots,
-            new_boots,
-            q,
-            pairing != Pairing::None,
-            0.95,
-            RESAMPLES,
-            SEED,
-        )?,
-    };
-    let p = match test {
-        PTest::WelchBootMedians => stats::welch_t(&lb, &ln).map_or(1.0, |(_, _, p)| p),
-        PTest::PairedBootMedians => stats::paired_t(&d).map_or(1.0, |(_, _, p)| p),
-        PTest::MannWhitney => stats::mann_whitney_u(base, new)?.p_two_sided,
-    };
-    let verdict = if base.len() < 3 || new.len() < 3 {
-        Verdict::TooFewSamples
-    } else if p < ALPHA && (ci.lo > 0.0 || ci.hi < 0.0) && ci.pct_change.abs() >= min_effect_pct {
-        let lower = ci.pct_change < 0.0;
-        match (better, lower) {
-            (Better::Lower, true) | (Better::Higher, false) => Verdict::Improved,
-            _ => Verdict::Regressed,
-        }
-    } else if ci.lo < -min_effect_pct || ci.hi > min_effect_pct {
-        Verdict::TooNoisy
-    } else {
-        Verdict::NoChange
-    };
-    Some((ci, p, verdict, sb.cv, sn.cv))
-}
-
-fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], pairing: Pairing) -> PTest {
-    match pairing {
-        Pairing::BootPairs if base_boots.len() == new_boots.len() && base_boots.len() > 1 => {
-            PTest::PairedBootMedians
-        }
-        Pairing::None | Pairing::BootPairs if base_boots.len() > 1 && new_boots.len() > 1 => {
-            PTest::WelchBootMedians
-        }
-        _ => PTest::MannWhitney,
-    }
-}
-
-fn make(
-    kind: ComparisonKind,
-    m: &Matrix,
-    bc: &CellResult,
-    bm: &Metric,
-    nc: &CellResult,
-    nm: &Metric,
-    same_run: bool,
-) -> Option<Comparison> {
-    if bm.skip.is_some() || nm.skip.is_some() || !m.compared(&bm.name) || !m.compared(&nm.name) {
-        return None;
-    }
-    let (better, min_effect_pct) = m.metric_spec(&nm.name);
-    let q = m.metric_quantile(&nm.name);
-    let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
-    // Two metrics of one cell come from the same boots: resample them
-    // paired. Two cells of one run whose boots alternated: pair boot i
-    // with boot i, so a host state that lasts minutes cancels out.
-    let pairing = if kind == ComparisonKind::Within {
-        Pairing::SameBoots
-    } else if same_run && interleaved(bc, nc, base_boots.len(), new_boots.len()) {
-        Pairing::BootPairs
-    } else {
-        Pairing::None
-    };
-    let (ci, p, verdict, cv_base, cv_new) =
-        compare_boots(&base_boots, &new_boots, pairing, better, min_effect_pct, q)?;
-    let test = p_test(&base_boots, &new_boots, pairing);
-    let (boot_sd_pct, boots_needed) = match (verdict, pairing, test) {
-        (Verdict::TooNoisy, _, PTest::PairedBootMedians) => {
-            // Pairs: the noise that is left once each pair's shared host
-            // state cancels, and the pairs it calls for.
-            let (ss, df) = crate::report::aa::pair_log_ss(&base_boots, &new_boots, q);
-            if df == 0 {
-                (None, None)
-            } else {
-                let (sd, n) = crate::report::aa::pooled_noise(ss, df, min_effect_pct, true);
-                (Some(sd), n.map(|n| n as u32))
-            }
-        }
-        (Verdict::TooNoisy, Pairing::None | Pairing::BootPairs, _) => {
-            boot_noise(&[&base_boots, &new_boots], q, min_effect_pct)
-        }
-        _ => (None, None),
-    };
-    Some(Comparison {
-        kind,
-        base_cell: bc.id.clone(),
-        new_cell: nc.id.clone(),
-        base_metric: bm.name.clone(),
-        new_metric: nm.name.clone(),
-        unit: nm.unit.clone(),
-        n_base: bm.samples.len(),
-        n_new: nm.samples.len(),
-        median_base: stats::location(&bm.samples, q),
-        median_new: stats::location(&nm.samples, q),
-        pct_change: ci.pct_change,
-        ci95_lo: ci.lo,
-        ci95_hi: ci.hi,
-        p_value: p,
-        cv_base,
-        cv_new,
-        better,
-        min_effect_pct,
-        verdict,
-        boots_base: base_boots.len(),
-        boots_new: new_boots.len(),
-        p_test: test,
-        reference: None,
-        quantile: q,
-        boot_sd_pct,
-        boots_needed,
-        split: None,
-    })
-}
-
-/// Pooled boot-to-boot SD (percent) of the `q` quantile's log over cells
-/// of at least two boots each, and the boots a side that noise calls for
-/// (None past 50); (None, None) when no cell has two boots.
-pub fn boot_noise(cells: &[&[&[f64]]], q: f64, min_effect_pct: f64) -> (Option<f64>, Option<u32>) {
-    let (mut ss, mut df) = (0.0, 0usize);
-    for boots in cells {
-        let per_boot: Vec<f64> = boots.iter().map(|b| stats::location(b, q)).collect();
-        let (s, d) = stats::log_ss(&per_boot);
-        ss += s;
-        df += d;
-    }
-    if df == 0 {
-        return (None, None);
-    }
-    let (sd_pct, needed) = crate::report::aa::pooled_noise(ss, df, min_effect_pct, false);
-    (Some(sd_pct), needed.map(|n| n as u32))
-}
-
-/// The host's state in each boot of cell `c` for a `[within.split]`: the
-/// split metric (its unit, and its per-boot median, None for a boot that
-/// did not report it), when it has one entry per boot of a pair with
-/// `boots` entries (`boot_sizes`; 0 for one boot). None: no such metric,
-/// so no split.
-fn host_states<'a>(
-    c: &'a CellResult,
-    metric: &str,
-    boots: usize,
-) -> Option<(&'a str, Vec<Option<f64>>)> {
-    let sm = c
-        .metrics
-        .iter()
-        .find(|x| x.name == metric && x.skip.is_none())?;
-    if sm.boot_sizes.len() != boots || sm.samples.is_empty() {
-        return None;
-    }
-    let values = sm
-        .by_boot()
-        .iter()
-        .map(|b| (!b.is_empty()).then(|| stats::location(b, 0.5)))
-        .collect();
-    Some((&sm.unit, values))
-}
-
-/// The metric as measured in the boots where `keep` is true (`keep` has an
-/// entry per boot, as `boot_sizes` or a single boot).
-fn select_boots(x: &Metric, keep: &[bool]) -> Metric {
-    let boots = x.by_boot();
-    let mut out = Metric {
-        samples: vec![],
-        boot_sizes: vec![],
-        ..x.clone()
-    };
-    for (b, _) in boots.iter().zip(keep).filter(|(_, k)| **k) {
-        out.samples.extend_from_slice(b);
-        out.boot_sizes.push(b.len());
-    }
-    if out.boot_sizes.len() < 2 {
-        out.boot_sizes.clear();
-    }
-    out
-}
-
-pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
-    let mut out = Vec::new();
-    // Series vs base of the same kernel/arch/config.
-    for nc in run.cells.iter().filter(|c| c.variant != "base") {
-        let Some(bc) = run.cells.iter().find(|c| {
-            c.variant == "base"
-                && c.kernel == nc.kernel
-                && c.arch == nc.arch
-                && c.config == nc.config
-        }) else {
-            continue;
-        };
-        for nm in &nc.metrics {
-            if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm, true));
-            }
-        }
-    }
-    // Declared pairs inside one cell.
-    for c in &run.cells {
-        for w in &m.within {
-            for bm in c.metrics.iter().filter(|x| x.name.starts_with(&w.base)) {
-                let suffix = &bm.name[w.base.len()..];
-                if let Some(nm) = c
-                    .metrics
-                    .iter()
-                    .find(|x| x.name == format!("{}{suffix}", w.new))
-                {
-                    let states = w.split.as_ref().and_then(|sp| {
-                        Some((sp, host_states(c, &sp.metric, bm.boot_sizes.len())?))
-                    });
-                    let Some((sp, (unit, values))) = states else {
-                        out.extend(make(ComparisonKind::Within, m, c, bm, c, nm, true).map(
-                            |mut x| {
-                                x.reference = w.reference.clone();
-                                x
-                            },
-                        ));
-                        continue;
-                    };
-                    // The claim's state first, then the other; a state no
-                    // boot was in has no comparison (boots_other = 0 says so).
-                    let seen: Vec<f64> = values.iter().flatten().copied().collect();
-                    for above in [true, false] {
-                        let side = |v: f64| (v >= sp.at) == above;
-                        let here: Vec<f64> = seen.iter().copied().filter(|&v| side(v)).collect();
-                        if here.is_empty() {
-                            continue;
-                        }
-                        let keep: Vec<bool> = values.iter().map(|v| v.is_some_and(side)).collect();
-                        let (b, nw) = (select_boots(bm, &keep), select_boots(nm, &keep));
-                        out.extend(make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(
-                            |mut x| {
-                                x.reference = w.reference.clone();
-                                x.split = Some(Split {
-                                    metric: sp.metric.clone(),
-                                    unit: unit.to_string(),
-                                    at: sp.at,
-                                    above,
-                                    median: stats::location(&here, 0.5),
-                                    boots_other: seen.len() - here.len(),
-                                });
-                                x
-                            },
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    // Declared pairs of configs: the same kernel variant on two configs
-    // (2 vs 255 possible CPUs), independent boots like two variants.
-    for a in &m.across {
-        for nc in run.cells.iter().filter(|c| c.config == a.new_config) {
-            let Some(bc) = run.cells.iter().find(|c| {
-                c.config == a.base_config
-                    && c.kernel == nc.kernel
-                    && c.variant == nc.variant
-                    && c.arch == nc.arch
-            }) else {
-                continue;
-            };
-            for nm in nc.metrics.iter().filter(|x| x.name.starts_with(&a.metrics)) {
-                if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                    out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm, true).map(
-                        |mut x| {
-                            x.reference = a.reference.clone();
-                            x
-                        },
-                    ));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Run A against run B: every cell id present in both, every metric name
-/// present in both, A's samples as the base and B's as the new side. The
-/// same statistics and verdicts as `compare` (the kind is `variants`: two
-/// kernels' independent boots, never paired).
-pub fn compare_runs(a: &Run, b: &Run, m: &Matrix) -> Vec<Comparison> {
-    let mut out = Vec::new();
-    for nc in &b.cells {
-        let Some(bc) = a.cells.iter().find(|c| c.id == nc.id) else {
-            continue;
-        };
-        for nm in &nc.metrics {
-            if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm, false));
-            }
-        }
-    }
-    out
-}
+pub(crate) use crate::stats::compare::aa_fixture;
 
 pub fn markdown(cs: &[Comparison]) -> String {
     if cs.is_empty() {
@@ -455,107 +74,8 @@ pub fn markdown(cs: &[Comparison]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clear_speedup_is_an_improvement_for_lower_is_better() {
-        let base = [180.0, 176.0, 185.0, 179.0, 182.0, 178.0, 181.0];
-        let new = [85.0, 83.0, 86.0, 84.0, 82.0, 88.0, 85.0];
-        let (ci, p, v, _, _) = compare_samples(&base, &new, Better::Lower, 5.0).unwrap();
-        assert_eq!(v, Verdict::Improved);
-        assert!(p < 0.01, "{p}");
-        assert!(ci.hi < -40.0, "{ci:?}");
-        let (_, _, v, _, _) = compare_samples(&base, &new, Better::Higher, 5.0).unwrap();
-        assert_eq!(v, Verdict::Regressed);
-    }
-
-    #[test]
-    fn overlap_is_no_change_and_noise_is_flagged() {
-        let a = [100.0, 101.0, 99.0, 100.5, 99.5];
-        let b = [100.2, 99.8, 100.9, 99.1, 100.4];
-        assert_eq!(
-            compare_samples(&a, &b, Better::Lower, 5.0).unwrap().2,
-            Verdict::NoChange
-        );
-        let noisy_a = [50.0, 150.0, 100.0, 60.0, 140.0];
-        let noisy_b = [55.0, 145.0, 90.0, 70.0, 150.0];
-        assert_eq!(
-            compare_samples(&noisy_a, &noisy_b, Better::Lower, 5.0)
-                .unwrap()
-                .2,
-            Verdict::TooNoisy
-        );
-    }
-
-    #[test]
-    fn significant_but_below_min_effect_is_no_change() {
-        let a = [100.0, 100.1, 100.2, 100.3, 100.4, 100.5];
-        let b = [101.0, 101.1, 101.2, 101.3, 101.4, 101.5];
-        assert_eq!(
-            compare_samples(&a, &b, Better::Lower, 5.0).unwrap().2,
-            Verdict::NoChange
-        );
-        assert_eq!(
-            compare_samples(&a, &b, Better::Lower, 0.5).unwrap().2,
-            Verdict::Regressed
-        );
-    }
-
-    #[test]
-    fn noisy_samples_with_a_narrow_ci_are_no_change() {
-        // Like the benchmark under host noise: most samples near 100, a
-        // quarter spread up to 400 (CV > 50%). 200 samples each still pin
-        // the medians down: the change's CI sits inside +-10%, so "no
-        // change" is the answer however noisy single samples are.
-        let mut rng = 0x1234_5678_u64;
-        let mut draw = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let u = (rng % 10_000) as f64 / 10_000.0;
-            if rng % 4 == 0 {
-                100.0 + 300.0 * u
-            } else {
-                95.0 + 10.0 * u
-            }
-        };
-        let a: Vec<f64> = (0..200).map(|_| draw()).collect();
-        let b: Vec<f64> = (0..200).map(|_| draw()).collect();
-        assert!(stats::summarize(&a).unwrap().cv > 0.5);
-        let (ci, _, v, _, _) = compare_samples(&a, &b, Better::Lower, 10.0).unwrap();
-        assert!(ci.lo > -10.0 && ci.hi < 10.0, "{ci:?}");
-        assert_eq!(v, Verdict::NoChange);
-        // The same data against a 1% minimum effect cannot rule one out.
-        assert_eq!(
-            compare_samples(&a, &b, Better::Lower, 1.0).unwrap().2,
-            Verdict::TooNoisy
-        );
-    }
-
-    #[test]
-    fn across_boots_the_boot_is_the_unit() {
-        // Base and new differ by 3% in every sample, but the boots move by
-        // +-15%: three boots a side cannot tell 3% apart from that.
-        let boot = |level: f64| {
-            (0..40)
-                .map(|i| level * (1.0 + 0.002 * (i % 5) as f64))
-                .collect::<Vec<f64>>()
-        };
-        let base = [boot(100.0), boot(115.0), boot(85.0)];
-        let new = [boot(103.0), boot(118.5), boot(87.5)];
-        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
-            base.iter().map(|v| &v[..]).collect(),
-            new.iter().map(|v| &v[..]).collect(),
-        );
-        let (_, p, v, _, _) =
-            compare_boots(&b, &n, Pairing::None, Better::Lower, 1.0, 0.5).unwrap();
-        assert!(p > 0.5, "{p}");
-        assert_ne!(v, Verdict::Regressed);
-        // Paired (two metrics of the same boots): the boot shifts cancel.
-        let (ci, _, v, _, _) =
-            compare_boots(&b, &n, Pairing::SameBoots, Better::Lower, 1.0, 0.5).unwrap();
-        assert!(ci.lo > 0.0, "{ci:?}");
-        assert_eq!(v, Verdict::Regressed);
-    }
+    use crate::schema::{Better, Verdict};
+    use crate::stats::compare::compare;
 
     #[test]
     fn table_names_the_base_by_kind_and_gives_the_verdict_in_words() {
@@ -611,176 +131,19 @@ mod tests {
         assert_eq!(markdown(&[]), "");
     }
 
-    /// A metric declared `compare = false` (the benchmark's placement
-    /// shares) is in neither a base-vs-series nor a within comparison,
-    /// while the latencies beside it are.
-    #[test]
-    fn metrics_declared_not_compared_are_left_out() {
-        let m = Matrix::parse(
-            "m.toml",
-            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
-                .unwrap(),
-        )
-        .unwrap();
-        let metric = |name: &str, samples: &[f64]| Metric {
-            name: name.into(),
-            unit: "us/op".into(),
-            samples: samples.to_vec(),
-            skip: None,
-            target_ci_pct: None,
-            boot_sizes: vec![],
-        };
-        let cell = |id: &str, shift: f64| CellResult {
-            metrics: vec![
-                metric(
-                    "seccomp_notify.default.unpinned",
-                    &[10.0 + shift, 11.0, 12.0, 13.0],
-                ),
-                metric("seccomp_notify.sync.unpinned", &[5.0, 6.0, 7.0, 8.0]),
-                metric(
-                    "seccomp_notify.placement.default.unpinned.same_cpu_share",
-                    &[50.0 + shift, 60.0, 70.0],
-                ),
-                metric(
-                    "seccomp_notify.placement.sync.unpinned.same_cpu_share",
-                    &[10.0, 20.0, 30.0],
-                ),
-            ],
-            ..CellResult::blank(id, crate::schema::Outcome::Pass)
-        };
-        let run = Run {
-            schema: crate::schema::SCHEMA_VERSION,
-            started: String::new(),
-            host: Default::default(),
-            matrix: "matrix.toml".into(),
-            cells: vec![
-                cell("6.1/base/x86_64/tiny", 0.0),
-                cell("6.1/seccomp-sync-wakeup/x86_64/tiny", 1.0),
-            ],
-            comparisons: vec![],
-        };
-        assert!(!m.compared("seccomp_notify.placement.default.unpinned.mixed_share"));
-        assert!(m.compared("seccomp_notify.default.unpinned"));
-        let cs = compare(&run, &m);
-        let names: Vec<(&str, &str)> = cs
-            .iter()
-            .map(|c| (c.base_metric.as_str(), c.new_metric.as_str()))
-            .collect();
-        assert!(!names.is_empty());
-        assert!(
-            names
-                .iter()
-                .all(|(b, n)| !b.contains("placement") && !n.contains("placement")),
-            "{names:?}"
-        );
-        assert!(cs.iter().any(|c| c.kind == ComparisonKind::Within));
-        assert!(cs.iter().any(|c| c.kind == ComparisonKind::Variants));
-    }
-
-    #[test]
-    fn tiny_samples() {
-        assert_eq!(
-            compare_samples(&[1.0, 2.0], &[5.0, 6.0], Better::Lower, 1.0)
-                .unwrap()
-                .2,
-            Verdict::TooFewSamples
-        );
-        assert!(compare_samples(&[], &[1.0], Better::Lower, 1.0).is_none());
-    }
-}
-
-/// Real A/A data: the same 6.1 x86_64 kernel booted 6 times as `base` and
-/// 6 times as `base~aa`, interleaved, pinned vCPUs, under TCG on a 2-core
-/// host with slow episodes (a boot's same-CPU median 57 to 107 us).
-#[cfg(test)]
-pub(crate) mod aa_fixture {
-    use super::*;
-    use crate::analyze::guestlog::{bench_lines, BenchLine};
-
-    fn boots(side: &str, metric: &str) -> Vec<Vec<f64>> {
-        (1..=6)
-            .map(|i| {
-                let f = format!(
-                    "{}/../tests/fixtures/aa-6.1-x86_64-6boots/{side}/results.boot{i}.log",
-                    env!("CARGO_MANIFEST_DIR")
-                );
-                bench_lines(&std::fs::read_to_string(&f).unwrap())
-                    .into_iter()
-                    .filter_map(|l| match l {
-                        BenchLine::Metric { name, value, .. } if name == metric => Some(value),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .collect()
-    }
-
-    fn verdict(metric: &str, q: f64) -> (stats::ChangeCi, Verdict) {
-        let (b, n) = (boots("base", metric), boots("aa", metric));
-        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
-            b.iter().map(|v| &v[..]).collect(),
-            n.iter().map(|v| &v[..]).collect(),
-        );
-        let (ci, _, v, _, _) = compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, q).unwrap();
-        (ci, v)
-    }
-
-    /// Same-CPU round trips: the boots' medians range over 57..107 us, their
-    /// 10th percentiles over a few percent. Compared by median the two
-    /// sides' CI spans about 45 points; by p10 under 7, around zero.
-    #[test]
-    fn low_quantile_sees_through_slow_episodes_that_the_median_cannot() {
-        let m = "seccomp_notify.default.same-cpu";
-        let (ci, v) = verdict(m, 0.5);
-        let (ci10, v10) = verdict(m, 0.1);
-        assert_eq!(v, Verdict::TooNoisy, "{ci:?}");
-        assert!(ci.hi - ci.lo > 40.0, "{ci:?}");
-        assert!(ci10.hi - ci10.lo < 8.0, "{ci10:?}");
-        assert!(ci10.lo < 0.0 && ci10.hi > 0.0, "{ci10:?}");
-        assert!(
-            !matches!(v10, Verdict::Improved | Verdict::Regressed),
-            "{v10:?}"
-        );
-        // Cross-CPU round trips also move between boots at their low end
-        // (p5 98.6..114.3 us on both sides): p10 narrows the CI there less.
-        let (cc, _) = verdict("seccomp_notify.default.cross-cpu", 0.5);
-        let (cc10, _) = verdict("seccomp_notify.default.cross-cpu", 0.1);
-        assert!(cc10.hi - cc10.lo < cc.hi - cc.lo, "{cc10:?} vs {cc:?}");
-        assert!(cc10.hi - cc10.lo > 10.0, "{cc10:?}");
-    }
-
     /// A "too noisy" verdict says how much the boots moved and how many
-    /// boots a side would settle it; one boot a side cannot say.
+    /// boots a side would settle it, or that more than 50 would.
     #[test]
-    fn too_noisy_says_the_boot_spread_and_the_boots_it_would_take() {
-        let m = "seccomp_notify.default.cross-cpu";
-        let (b, n) = (boots("base", m), boots("aa", m));
-        let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
-            b.iter().map(|v| &v[..]).collect(),
-            n.iter().map(|v| &v[..]).collect(),
-        );
-        let (sd, needed) = boot_noise(&[&b, &n], 0.1, 5.0);
-        let sd = sd.unwrap();
-        // p10 of the 12 boots: 99.7..120.3 us (see the fixture).
-        assert!(sd > 3.0 && sd < 10.0, "{sd}");
-        let needed = needed.unwrap();
-        assert!(needed > 6, "{needed}");
-        assert_eq!(
-            Some(needed as usize),
-            crate::report::aa::boots_needed((1.0 + sd / 100.0).ln(), 1.05_f64.ln())
-        );
-        assert_eq!(boot_noise(&[&b[..1], &n[..1]], 0.1, 5.0), (None, None));
+    fn too_noisy_rows_say_the_boot_spread_and_the_boots_it_would_take() {
         let c = Comparison {
             verdict: Verdict::TooNoisy,
-            boot_sd_pct: Some(sd),
-            boots_needed: Some(needed as u32),
-            ..sample_comparison()
+            boot_sd_pct: Some(6.8352),
+            boots_needed: Some(30),
+            ..aa_fixture::sample_comparison()
         };
-        let md = markdown(&[c.clone()]);
+        let md = markdown(std::slice::from_ref(&c));
         assert!(
-            md.contains(&format!(
-                "too noisy to judge (boots vary {sd:.1}%: about {needed} boots a side for +-5%)"
-            )),
+            md.contains("too noisy to judge (boots vary 6.8%: about 30 boots a side for +-5%)"),
             "{md}"
         );
         let md = markdown(&[Comparison {
@@ -790,238 +153,67 @@ pub(crate) mod aa_fixture {
         assert!(md.contains("more than 50 boots a side for +-5%"), "{md}");
     }
 
-    /// A captured run from tests/fixtures/runs/NAME and the default matrix.
-    pub(crate) fn fixture_run(name: &str) -> (Run, Matrix) {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-        let run = Run::load(std::path::Path::new(&format!(
-            "{dir}/tests/fixtures/runs/{name}/results.json"
-        )))
-        .unwrap();
-        let m = Matrix::parse(
-            "matrix.toml",
-            &std::fs::read_to_string(format!("{dir}/matrix.toml")).unwrap(),
-        )
-        .unwrap();
-        (run, m)
-    }
-
-    pub(crate) fn sample_comparison() -> Comparison {
-        Comparison {
-            kind: ComparisonKind::Variants,
-            base_cell: "6.1/base/x86_64/tiny".into(),
-            new_cell: "6.1/base~aa/x86_64/tiny".into(),
-            base_metric: "seccomp_notify.default.cross-cpu".into(),
-            new_metric: "seccomp_notify.default.cross-cpu".into(),
-            unit: "us/op".into(),
-            n_base: 600,
-            n_new: 600,
-            median_base: 110.0,
-            median_new: 110.0,
-            pct_change: 0.0,
-            ci95_lo: -9.0,
-            ci95_hi: 9.0,
-            p_value: 0.9,
-            cv_base: 0.1,
-            cv_new: 0.1,
-            better: Better::Lower,
-            min_effect_pct: 5.0,
-            verdict: Verdict::NoChange,
-            boots_base: 6,
-            boots_new: 6,
-            p_test: PTest::WelchBootMedians,
-            reference: None,
-            quantile: 0.1,
-            boot_sd_pct: None,
-            boots_needed: None,
-            split: None,
-        }
-    }
-
-    /// A real A/A run (6.1, arm64 and x86_64, interleaved, boots added to
-    /// 18 on arm64) during which the host changed state for minutes: the
-    /// arm64 cross-CPU boot medians went from ~49 to ~61 us and back, on
-    /// both cells at once. Pooled, the two cells' medians fall in
-    /// different modes (+15.8%); paired boot by boot, the state cancels.
+    /// Paired boots say how much a pair's two boots differ, in pairs.
     #[test]
-    fn boots_that_ran_in_pairs_are_compared_pair_by_pair() {
-        let (run, m) = fixture_run("aa-host-phase");
-        let cell = |id: &str| run.cells.iter().find(|c| c.id == id).unwrap();
-        let (bc, nc) = (cell("6.1/base/arm64/tiny"), cell("6.1/base~aa/arm64/tiny"));
-        let name = "seccomp_notify.default.cross-cpu";
-        fn metric<'a>(c: &'a CellResult, name: &str) -> Vec<&'a [f64]> {
-            c.metrics.iter().find(|x| x.name == name).unwrap().by_boot()
-        }
-        let (b, n) = (metric(bc, name), metric(nc, name));
-        assert_eq!((b.len(), n.len()), (18, 18));
-        assert!(interleaved(bc, nc, 18, 18));
-        let cs = compare(&run, &m);
-        let c = cs
-            .iter()
-            .find(|c| c.new_cell == nc.id && c.new_metric == name)
-            .unwrap();
-        assert_eq!(c.p_test, PTest::PairedBootMedians);
-        assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
+    fn too_noisy_pairs_say_how_much_pairs_differ_and_the_pairs_it_would_take() {
+        let c = Comparison {
+            verdict: Verdict::TooNoisy,
+            p_test: PTest::PairedBootMedians,
+            boots_base: 18,
+            boots_new: 18,
+            min_effect_pct: 3.0,
+            boot_sd_pct: Some(5.1504),
+            boots_needed: Some(25),
+            ..aa_fixture::sample_comparison()
+        };
+        let md = markdown(&[c]);
         assert!(
-            c.pct_change.abs() < 2.0 && c.ci95_lo > -5.0 && c.ci95_hi < 5.0,
-            "{c:?}"
-        );
-        // Against a 3% minimum effect the same pairs are too noisy, and
-        // say so in pairs: how much a pair's two boots differ (SD of the
-        // log ratio, 5.15%: aa.rs checks it) and the pairs that would do.
-        let (_, mut m3) = fixture_run("aa-host-phase");
-        m3.metric.get_mut("seccomp_notify").unwrap().min_effect_pct = 3.0;
-        let cs3 = compare(&run, &m3);
-        let c3 = cs3
-            .iter()
-            .find(|c| c.new_cell == nc.id && c.new_metric == name)
-            .unwrap();
-        assert_eq!(c3.verdict, Verdict::TooNoisy, "{c3:?}");
-        assert!((c3.boot_sd_pct.unwrap() - 5.150).abs() < 0.01, "{c3:?}");
-        let pairs = c3.boots_needed.unwrap();
-        assert_eq!(
-            Some(pairs as usize),
-            crate::report::aa::pairs_needed(1.0515_f64.ln(), 1.03_f64.ln())
-        );
-        let md = markdown(&[c3.clone()]);
-        assert!(
-            md.contains(&format!(
-                "(pairs of boots differ 5.2%: about {pairs} pairs for +-3%)"
-            )),
+            md.contains(" (18 pairs of boots) | 0.9000 (paired t, boot medians) |"),
             "{md}"
         );
-        // The same boots taken as unpaired: the pooled medians sit in the
-        // two modes, and the boots' spread leaves it too noisy.
-        let (ci, _, v, _, _) =
-            compare_boots(&b, &n, Pairing::None, Better::Lower, 5.0, 0.5).unwrap();
-        assert_eq!(v, Verdict::TooNoisy);
-        assert!(ci.pct_change > 10.0, "{ci:?}");
-        // Cells booted one after the other are not pairs; nor is a cell
-        // with itself, nor boots that do not match the metric's.
-        let mut apart = nc.clone();
-        for r in apart.boots.iter_mut() {
-            r.seq += 100;
-        }
-        assert!(!interleaved(bc, &apart, 18, 18));
-        assert!(!interleaved(bc, bc, 18, 18));
-        assert!(!interleaved(bc, nc, 18, 17));
-        // Either order inside a pair (the schedule turns every round).
-        let (mut tb, mut tn) = (bc.clone(), nc.clone());
-        for (b, n) in tb.boots.iter_mut().zip(tn.boots.iter_mut()) {
-            let first = 2 * b.boot - 1;
-            (b.seq, n.seq) = if b.boot % 2 == 1 {
-                (first, first + 1)
-            } else {
-                (first + 1, first)
-            };
-        }
-        assert!(interleaved(&tb, &tn, 18, 18));
+        assert!(
+            md.contains("(pairs of boots differ 5.2%: about 25 pairs for +-3%)"),
+            "{md}"
+        );
     }
 
-    /// A real run (session 8, `matrix --kernel 6.1 --test seccomp_notify`)
-    /// where the host's cross-CPU wakeup cost fell from ~47% of a same-CPU
-    /// round trip to ~8% after x86_64's 7th boot and stayed low for all 6
-    /// of arm64's. Pooled, x86_64's sync vs default was "too noisy" at
-    /// -4.6%; per state it is "improved" by ~26% where wakeups cost, and
-    /// "no change" where they do not. (wake_gap_pct was derived from the
-    /// boots' own default-mode medians, as the bench now prints it:
-    /// tests/fixtures/runs/sync-host-phases/README.)
+    /// A split pair's row names the state of the host its boots were in;
+    /// a state no boot saw is said in words, and the schedule boots on for
+    /// it.
     #[test]
-    fn a_split_pair_is_judged_apart_in_each_state_of_the_host() {
-        let (run, m) = fixture_run("sync-host-phases");
+    fn a_split_row_names_the_state_of_the_host() {
+        let (run, m) = aa_fixture::fixture_run("sync-host-phases");
         let cs = compare(&run, &m);
-        let claim = |cell: &str, metric: &str| -> Vec<&Comparison> {
+        let claim = |cell: &str| -> Vec<&Comparison> {
             cs.iter()
                 .filter(|c| {
-                    c.new_cell == cell && c.new_metric == metric && c.kind == ComparisonKind::Within
+                    c.new_cell == cell
+                        && c.new_metric == "seccomp_notify.sync.unpinned"
+                        && c.kind == ComparisonKind::Within
                 })
                 .collect()
         };
-        let x86 = "6.1/seccomp-sync-wakeup/x86_64/tiny";
-        let unpinned = claim(x86, "seccomp_notify.sync.unpinned");
-        assert_eq!(unpinned.len(), 2, "{unpinned:?}");
-        let (hi, lo) = (unpinned[0], unpinned[1]);
-        let (shi, slo) = (hi.split.as_ref().unwrap(), lo.split.as_ref().unwrap());
-        assert!(shi.above && !slo.above);
+        let hi = claim("6.1/seccomp-sync-wakeup/x86_64/tiny")[0];
         assert_eq!(
-            (hi.boots_new, shi.boots_other, lo.boots_new, slo.boots_other),
-            (7, 11, 11, 7)
-        );
-        assert_eq!(hi.p_test, PTest::MannWhitney, "same boots: paired samples");
-        assert_eq!(hi.verdict, Verdict::Improved, "{hi:?}");
-        assert!(hi.pct_change < -20.0 && hi.ci95_hi < -15.0, "{hi:?}");
-        assert_eq!(lo.verdict, Verdict::NoChange, "{lo:?}");
-        assert!(lo.pct_change.abs() < 2.0, "{lo:?}");
-        assert!(shi.median > 40.0 && slo.median < 10.0, "{shi:?} {slo:?}");
-        // Each state's comparison holds only its boots' samples.
-        let all = |name: &str| {
-            run.cells
-                .iter()
-                .find(|c| c.id == x86)
-                .unwrap()
-                .metrics
-                .iter()
-                .find(|x| x.name == name)
-                .unwrap()
-                .samples
-                .len()
-        };
-        assert_eq!(hi.n_new + lo.n_new, all("seccomp_notify.sync.unpinned"));
-        assert_eq!(
-            hi.n_base + lo.n_base,
-            all("seccomp_notify.default.unpinned")
-        );
-        assert_eq!(
-            markdown(&[hi.clone()]).lines().nth(5).unwrap().split(" | ").next().unwrap(),
+            markdown(std::slice::from_ref(hi)).lines().nth(5).unwrap().split(" | ").next().unwrap(),
             "| 6.1/seccomp-sync-wakeup/x86_64/tiny seccomp_notify.sync.unpinned, in the 7 boots, where \
              seccomp_notify.host.wake_gap_pct >= 17 % (median 49.0; 11 boots below)"
         );
-        // Same-CPU does not depend on the wakeup: no change in either state.
-        for c in claim(x86, "seccomp_notify.sync.same-cpu") {
-            assert_eq!(c.verdict, Verdict::NoChange, "{c:?}");
-        }
-        // arm64 stayed in the cheap state: one comparison, over all 6 boots,
-        // which says the other state was never seen, and which the schedule
-        // boots on for.
-        let arm = claim(
-            "6.1/seccomp-sync-wakeup/arm64/tiny",
-            "seccomp_notify.sync.unpinned",
-        );
-        assert_eq!(arm.len(), 1, "{arm:?}");
-        let s = arm[0].split.as_ref().unwrap();
+        let arm = claim("6.1/seccomp-sync-wakeup/arm64/tiny");
         assert!(
-            !s.above && s.boots_other == 0 && arm[0].boots_new == 6,
-            "{s:?}"
+            arm[0].split_note().contains(
+                "all 6 boots, where seccomp_notify.host.wake_gap_pct < 17 % (median 11.3; no boot at or above)"
+            ),
+            "{}",
+            arm[0].split_note()
         );
-        assert!(arm[0].split_note().contains("all 6 boots, where seccomp_notify.host.wake_gap_pct < 17 % (median 11.3; no boot at or above)"), "{}", arm[0].split_note());
+        // This check belongs with the schedule's tests; it stays here, on
+        // the fixture's comparisons, until those can take it.
         let more = crate::runner::schedule::undecided(&cs, |_, _| true);
         assert!(
             more.iter()
                 .any(|(id, c)| *id == arm[0].new_cell && c.split.is_some()),
             "{more:?}"
-        );
-        // Base vs series is not split (no [within.split] there); neither is
-        // a pair whose cell lacks the split metric: one comparison, no split.
-        assert!(cs
-            .iter()
-            .filter(|c| c.kind == ComparisonKind::Variants)
-            .all(|c| c.split.is_none()));
-        let mut old = run.clone();
-        for c in old.cells.iter_mut() {
-            c.metrics
-                .retain(|x| !x.name.starts_with("seccomp_notify.host.wake_gap"));
-        }
-        let plain = compare(&old, &m);
-        let one: Vec<&Comparison> = plain
-            .iter()
-            .filter(|c| c.new_cell == x86 && c.new_metric == "seccomp_notify.sync.unpinned")
-            .collect();
-        assert_eq!(one.len(), 1);
-        assert!(one[0].split.is_none() && one[0].boots_new == 18);
-        assert_ne!(
-            one[0].verdict,
-            Verdict::Improved,
-            "pooled over both states: {:?}",
-            one[0]
         );
     }
 }

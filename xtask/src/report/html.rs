@@ -13,9 +13,9 @@
 
 use std::fmt::Write;
 
-use crate::report::markdown::{ci_half_pct, median_ci};
-use crate::report::stats;
 use crate::schema::{CellResult, Comparison, ComparisonKind, Metric, Outcome, Run, TestResult};
+use crate::stats::intervals::{ci_half_pct, median_ci};
+use crate::stats::location::{median, summarize};
 
 /// Text for HTML and SVG text nodes and attribute values.
 pub fn esc(s: &str) -> String {
@@ -157,31 +157,57 @@ const BOOT_COLOURS: [&str; 6] = [
     "#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e",
 ];
 
+/// The strip plot's geometry (SVG user units).
+mod strip {
+    pub const W: f64 = 1100.0;
+    pub const LEFT: f64 = 330.0;
+    pub const RIGHT: f64 = 30.0;
+    pub const ROW: f64 = 22.0;
+    pub const GAP: f64 = 14.0;
+    pub const TOP: f64 = 8.0;
+}
+
+/// The value axis of a strip plot: [lo, hi] onto the plot's width.
+struct Axis {
+    lo: f64,
+    hi: f64,
+}
+
+impl Axis {
+    /// The samples' range, padded a little; None without a finite sample.
+    fn of(lanes: &[(String, &Metric)]) -> Option<Axis> {
+        let all: Vec<f64> = lanes
+            .iter()
+            .flat_map(|(_, m)| m.samples.iter().copied())
+            .filter(|v| v.is_finite())
+            .collect();
+        if all.is_empty() {
+            return None;
+        }
+        let (lo, hi) = all
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+        let pad = ((hi - lo) * 0.03).max(hi.abs() * 0.01).max(1e-9);
+        Some(Axis {
+            lo: lo - pad,
+            hi: hi + pad,
+        })
+    }
+
+    fn x(&self, v: f64) -> f64 {
+        use strip::{LEFT, RIGHT, W};
+        LEFT + (v - self.lo) / (self.hi - self.lo) * (W - LEFT - RIGHT)
+    }
+}
+
 /// One lane per (label, metric): every sample a dot, one row per boot with
 /// that boot's median as a tick; the lane's median as a line and its 95%
 /// CI as a band.
 pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
-    const W: f64 = 1100.0;
-    const LEFT: f64 = 330.0;
-    const RIGHT: f64 = 30.0;
-    const ROW: f64 = 22.0;
-    const GAP: f64 = 14.0;
-    const TOP: f64 = 8.0;
-    let all: Vec<f64> = lanes
-        .iter()
-        .flat_map(|(_, m)| m.samples.iter().copied())
-        .filter(|v| v.is_finite())
-        .collect();
-    if all.is_empty() {
+    use strip::{GAP, ROW, TOP, W};
+    let Some(ax) = Axis::of(lanes) else {
         return String::new();
-    }
-    let (mut lo, mut hi) = all
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
-    let pad = ((hi - lo) * 0.03).max(hi.abs() * 0.01).max(1e-9);
-    lo -= pad;
-    hi += pad;
-    let x = |v: f64| LEFT + (v - lo) / (hi - lo) * (W - LEFT - RIGHT);
+    };
     let heights: Vec<f64> = lanes
         .iter()
         .map(|(_, m)| (m.by_boot().len() as f64).max(2.0) * ROW)
@@ -193,10 +219,24 @@ pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
         s,
         r#"<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {W} {h}" style="max-width: {W}px" font-family="system-ui, sans-serif" font-size="12">"#
     );
-    // Grid and axis.
-    let axis_y = TOP + plot_h;
-    for t in ticks(lo, hi) {
-        let tx = x(t);
+    let unit = lanes.first().map_or("", |(_, m)| m.unit.as_str());
+    strip_axis(&mut s, &ax, TOP + plot_h, unit);
+    let mut y0 = TOP;
+    // Dots are numbered across the whole plot, so the jitter never repeats.
+    let mut k = 0usize;
+    for ((label, m), lane_h) in lanes.iter().zip(&heights) {
+        strip_lane(&mut s, &ax, label, m, y0, *lane_h, &mut k);
+        y0 += lane_h + GAP;
+    }
+    s += "</svg>";
+    s
+}
+
+/// The grid, the value axis at `axis_y` with its ticks, and the unit.
+fn strip_axis(s: &mut String, ax: &Axis, axis_y: f64, unit: &str) {
+    use strip::{LEFT, RIGHT, TOP, W};
+    for t in ticks(ax.lo, ax.hi) {
+        let tx = ax.x(t);
         let _ = write!(
             s,
             r##"<line x1="{tx:.1}" y1="{TOP}" x2="{tx:.1}" y2="{axis_y}" stroke="#eaeef2"/><text x="{tx:.1}" y="{:.1}" text-anchor="middle" fill="#57606a">{}</text>"##,
@@ -209,7 +249,6 @@ pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
         r##"<line x1="{LEFT}" y1="{axis_y}" x2="{:.1}" y2="{axis_y}" stroke="#57606a"/>"##,
         W - RIGHT
     );
-    let unit = lanes.first().map_or("", |(_, m)| m.unit.as_str());
     let _ = write!(
         s,
         r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">{}</text>"##,
@@ -217,84 +256,106 @@ pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
         axis_y + 30.0,
         esc(unit)
     );
-    let mut y0 = TOP;
-    let mut k = 0usize;
-    for ((label, m), lane_h) in lanes.iter().zip(&heights) {
-        let boots = m.by_boot();
-        // The lane's median and CI (boots resampled when several).
-        if let Some(sum) = stats::summarize(&m.samples) {
-            if let Some((clo, chi)) = median_ci(m, &sum) {
-                let _ = write!(
-                    s,
-                    r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#fb8500" fill-opacity="0.16" stroke="#fb8500" stroke-opacity="0.5"><title>95% CI of the median: [{clo:.3}, {chi:.3}]</title></rect>"##,
-                    x(clo),
-                    y0 - 3.0,
-                    (x(chi) - x(clo)).max(1.0),
-                    lane_h + 6.0
-                );
-            }
-            let mx = x(sum.median);
+}
+
+/// One lane from `y0`, `lane_h` high: the median and its CI behind, the
+/// label, then a row per boot.
+fn strip_lane(
+    s: &mut String,
+    ax: &Axis,
+    label: &str,
+    m: &Metric,
+    y0: f64,
+    lane_h: f64,
+    k: &mut usize,
+) {
+    use strip::ROW;
+    // The lane's median and CI (boots resampled when several).
+    if let Some(sum) = summarize(&m.samples) {
+        if let Some((clo, chi)) = median_ci(m, &sum) {
             let _ = write!(
                 s,
-                r##"<line x1="{mx:.1}" y1="{:.1}" x2="{mx:.1}" y2="{:.1}" stroke="#c2410c" stroke-width="2.5"><title>median {:.3}</title></line>"##,
+                r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#fb8500" fill-opacity="0.16" stroke="#fb8500" stroke-opacity="0.5"><title>95% CI of the median: [{clo:.3}, {chi:.3}]</title></rect>"##,
+                ax.x(clo),
                 y0 - 3.0,
-                y0 + lane_h + 3.0,
-                sum.median
+                (ax.x(chi) - ax.x(clo)).max(1.0),
+                lane_h + 6.0
             );
         }
-        let (name, detail) = label.split_once('\n').unwrap_or((label, ""));
+        let mx = ax.x(sum.median);
         let _ = write!(
             s,
-            r##"<text x="8" y="{:.1}" font-weight="600" fill="#1d2126">{}</text><text x="8" y="{:.1}" fill="#57606a">{}</text>"##,
-            y0 + 13.0,
-            esc(name),
-            y0 + 29.0,
-            esc(detail)
+            r##"<line x1="{mx:.1}" y1="{:.1}" x2="{mx:.1}" y2="{:.1}" stroke="#c2410c" stroke-width="2.5"><title>median {:.3}</title></line>"##,
+            y0 - 3.0,
+            y0 + lane_h + 3.0,
+            sum.median
         );
-        for (b, samples) in boots.iter().enumerate() {
-            let cy = y0 + ROW * (b as f64 + 0.5);
-            let colour = BOOT_COLOURS[b % BOOT_COLOURS.len()];
-            if boots.len() > 1 {
-                let _ = write!(
-                    s,
-                    r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">boot {} (n={})</text>"##,
-                    LEFT - 8.0,
-                    cy + 4.0,
-                    b + 1,
-                    samples.len()
-                );
-            } else {
-                let _ = write!(
-                    s,
-                    r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">n={}</text>"##,
-                    LEFT - 8.0,
-                    cy + 4.0,
-                    samples.len()
-                );
-            }
-            for v in samples.iter().filter(|v| v.is_finite()) {
-                let _ = write!(
-                    s,
-                    r##"<circle cx="{:.1}" cy="{:.1}" r="2.4" fill="{colour}" fill-opacity="0.5"/>"##,
-                    x(*v),
-                    cy + jitter(k) * ROW * 0.3
-                );
-                k += 1;
-            }
-            if !samples.is_empty() {
-                let bx = x(stats::median(samples));
-                let _ = write!(
-                    s,
-                    r##"<line x1="{bx:.1}" y1="{:.1}" x2="{bx:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2"/>"##,
-                    cy - ROW * 0.42,
-                    cy + ROW * 0.42
-                );
-            }
-        }
-        y0 += lane_h + GAP;
     }
-    s += "</svg>";
-    s
+    let (name, detail) = label.split_once('\n').unwrap_or((label, ""));
+    let _ = write!(
+        s,
+        r##"<text x="8" y="{:.1}" font-weight="600" fill="#1d2126">{}</text><text x="8" y="{:.1}" fill="#57606a">{}</text>"##,
+        y0 + 13.0,
+        esc(name),
+        y0 + 29.0,
+        esc(detail)
+    );
+    let boots = m.by_boot();
+    for (b, samples) in boots.iter().enumerate() {
+        let cy = y0 + ROW * (b as f64 + 0.5);
+        strip_boot(s, ax, b, boots.len(), samples, cy, k);
+    }
+}
+
+/// Boot `b` of `n`'s row at height `cy`: its label, its samples as dots
+/// (numbered from `k` for the jitter) and its median as a tick.
+fn strip_boot(
+    s: &mut String,
+    ax: &Axis,
+    b: usize,
+    n: usize,
+    samples: &[f64],
+    cy: f64,
+    k: &mut usize,
+) {
+    use strip::{LEFT, ROW};
+    let colour = BOOT_COLOURS[b % BOOT_COLOURS.len()];
+    if n > 1 {
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">boot {} (n={})</text>"##,
+            LEFT - 8.0,
+            cy + 4.0,
+            b + 1,
+            samples.len()
+        );
+    } else {
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">n={}</text>"##,
+            LEFT - 8.0,
+            cy + 4.0,
+            samples.len()
+        );
+    }
+    for v in samples.iter().filter(|v| v.is_finite()) {
+        let _ = write!(
+            s,
+            r##"<circle cx="{:.1}" cy="{:.1}" r="2.4" fill="{colour}" fill-opacity="0.5"/>"##,
+            ax.x(*v),
+            cy + jitter(*k) * ROW * 0.3
+        );
+        *k += 1;
+    }
+    if !samples.is_empty() {
+        let bx = ax.x(median(samples));
+        let _ = write!(
+            s,
+            r##"<line x1="{bx:.1}" y1="{:.1}" x2="{bx:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2"/>"##,
+            cy - ROW * 0.42,
+            cy + ROW * 0.42
+        );
+    }
 }
 
 /// A comparison's change and CI against zero and +-min effect.
@@ -355,6 +416,19 @@ fn group_of(c: &CellResult) -> String {
 }
 
 pub fn html(run: &Run) -> String {
+    let mut s = head(run);
+    cells_table(&mut s, run);
+    if !run.comparisons.is_empty() {
+        comparisons_table(&mut s, &run.comparisons);
+    }
+    metrics(&mut s, run);
+    not_as_expected(&mut s, run);
+    s += "</body></html>\n";
+    s
+}
+
+/// The document's head and the run's one-line description.
+fn head(run: &Run) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -375,8 +449,11 @@ pub fn html(run: &Run) -> String {
         esc(&run.host.qemu),
         esc(&run.matrix)
     );
+    s
+}
 
-    // Cells x tests.
+/// Cells x tests: outcome, expectation, accel, each test, build and boot.
+fn cells_table(s: &mut String, run: &Run) {
     let mut tests: Vec<&str> = Vec::new();
     for c in &run.cells {
         for t in &c.tests {
@@ -385,11 +462,12 @@ pub fn html(run: &Run) -> String {
             }
         }
     }
-    s += "<h2>Cells</h2><table><tr><th>cell</th><th>outcome</th><th>as expected</th><th>accel</th>";
+    *s +=
+        "<h2>Cells</h2><table><tr><th>cell</th><th>outcome</th><th>as expected</th><th>accel</th>";
     for t in &tests {
         let _ = write!(s, "<th>{}</th>", esc(t));
     }
-    s += "<th>build</th><th>boot (wall)</th></tr>";
+    *s += "<th>build</th><th>boot (wall)</th></tr>";
     for c in &run.cells {
         let _ = write!(
             s,
@@ -423,55 +501,56 @@ pub fn html(run: &Run) -> String {
             c.timings.boot_s
         );
     }
-    s += "</table>";
+    *s += "</table>";
+}
 
-    // Comparisons.
-    if !run.comparisons.is_empty() {
-        let span = run
-            .comparisons
-            .iter()
-            .map(|c| {
-                c.ci95_lo
-                    .abs()
-                    .max(c.ci95_hi.abs())
-                    .max(c.min_effect_pct * 2.0)
-            })
-            .fold(10.0f64, f64::max)
-            .min(100.0);
+/// Every comparison: verdict, medians, change with its CI drawn against
+/// zero and the minimum effect, p and boots.
+fn comparisons_table(s: &mut String, comparisons: &[Comparison]) {
+    let span = comparisons
+        .iter()
+        .map(|c| {
+            c.ci95_lo
+                .abs()
+                .max(c.ci95_hi.abs())
+                .max(c.min_effect_pct * 2.0)
+        })
+        .fold(10.0f64, f64::max)
+        .min(100.0);
+    let _ = write!(
+        s,
+        "<h2>Comparisons</h2><p class=meta>Change of the median, new vs base, with the bootstrap 95% CI (boots resampled when several); the shaded band is ±min_effect_pct, the axis spans ±{span:.0}%.</p><table><tr><th>new cell</th><th>metric</th><th>vs base</th><th>verdict</th><th>median base → new</th><th>change [95% CI]</th><th></th><th>p (boots)</th></tr>"
+    );
+    for c in comparisons {
+        let base = match c.kind {
+            ComparisonKind::Within => format!("{} (same cell{})", c.base_metric, c.split_note()),
+            ComparisonKind::Variants => c.base_cell.clone(),
+        };
         let _ = write!(
             s,
-            "<h2>Comparisons</h2><p class=meta>Change of the median, new vs base, with the bootstrap 95% CI (boots resampled when several); the shaded band is ±min_effect_pct, the axis spans ±{span:.0}%.</p><table><tr><th>new cell</th><th>metric</th><th>vs base</th><th>verdict</th><th>median base → new</th><th>change [95% CI]</th><th></th><th>p (boots)</th></tr>"
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=num>{:.3} → {:.3} {}</td><td class=num>{:+.1}% [{:+.1}%, {:+.1}%]</td><td>{}</td><td class=num>{:.4}<br><span class=meta>{} vs {}</span></td></tr>",
+            esc(&c.new_cell),
+            esc(&c.new_metric),
+            esc(&base),
+            verdict(c),
+            c.median_base,
+            c.median_new,
+            esc(&c.unit),
+            c.pct_change,
+            c.ci95_lo,
+            c.ci95_hi,
+            interval_svg(c, span),
+            c.p_value,
+            c.boots_base,
+            c.boots_new,
         );
-        for c in &run.comparisons {
-            let base = match c.kind {
-                ComparisonKind::Within => {
-                    format!("{} (same cell{})", c.base_metric, c.split_note())
-                }
-                ComparisonKind::Variants => c.base_cell.clone(),
-            };
-            let _ = write!(
-                s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=num>{:.3} → {:.3} {}</td><td class=num>{:+.1}% [{:+.1}%, {:+.1}%]</td><td>{}</td><td class=num>{:.4}<br><span class=meta>{} vs {}</span></td></tr>",
-                esc(&c.new_cell),
-                esc(&c.new_metric),
-                esc(&base),
-                verdict(c),
-                c.median_base,
-                c.median_new,
-                esc(&c.unit),
-                c.pct_change,
-                c.ci95_lo,
-                c.ci95_hi,
-                interval_svg(c, span),
-                c.p_value,
-                c.boots_base,
-                c.boots_new,
-            );
-        }
-        s += "</table>";
     }
+    *s += "</table>";
+}
 
-    // Metrics: one plot per kernel/arch/config and metric, variants side by side.
+/// One strip plot per kernel/arch/config and metric, variants side by
+/// side, each with the comparisons that name it.
+fn metrics(s: &mut String, run: &Run) {
     let mut groups: Vec<(String, String)> = Vec::new();
     for c in &run.cells {
         for m in &c.metrics {
@@ -482,67 +561,75 @@ pub fn html(run: &Run) -> String {
         }
     }
     if !groups.is_empty() {
-        s += "<h2>Metrics</h2><p class=meta>Every sample is a dot, one row per boot (colour = boot, tick = that boot's median); the orange line is the median of all samples and the band its 95% CI (resampling boots, then samples).</p>";
+        *s += "<h2>Metrics</h2><p class=meta>Every sample is a dot, one row per boot (colour = boot, tick = that boot's median); the orange line is the median of all samples and the band its 95% CI (resampling boots, then samples).</p>";
     }
     for (group, name) in &groups {
-        let members: Vec<(&CellResult, &Metric)> = run
-            .cells
-            .iter()
-            .filter(|c| &group_of(c) == group)
-            .filter_map(|c| c.metrics.iter().find(|m| &m.name == name).map(|m| (c, m)))
-            .collect();
-        let _ = write!(s, "<h3>{} — {}</h3>", esc(name), esc(group));
-        let lanes: Vec<(String, &Metric)> = members
-            .iter()
-            .filter(|(_, m)| m.skip.is_none() && !m.samples.is_empty())
-            .map(|(c, m)| {
-                let sum = stats::summarize(&m.samples);
-                let med = sum.as_ref().map_or(String::new(), |x| {
-                    let half = ci_half_pct(median_ci(m, x), x.median)
-                        .map_or(String::new(), |h| format!(" ±{h:.1}%"));
-                    format!("median {:.1}{half}", x.median)
-                });
-                (format!("{}\n{med}", c.variant), *m)
-            })
-            .collect();
-        for (c, m) in &members {
-            if let Some(why) = &m.skip {
-                let _ = write!(
-                    s,
-                    "<p class=meta>{}: skipped: {}</p>",
-                    esc(&c.variant),
-                    esc(why)
-                );
-            }
-        }
-        s += &strip_svg(&lanes);
-        let related: Vec<&Comparison> = run
-            .comparisons
-            .iter()
-            .filter(|c| {
-                (c.new_metric == *name || c.base_metric == *name)
-                    && members.iter().any(|(m, _)| m.id == c.new_cell)
-            })
-            .collect();
-        if !related.is_empty() {
-            s += "<ul class=verdicts>";
-            for c in related {
-                let _ = write!(s, "<li>{}</li>", comparison_sentence(c));
-            }
-            s += "</ul>";
+        metric_group(s, run, group, name);
+    }
+}
+
+/// One metric of one kernel/arch/config: its heading, skips, plot and
+/// verdicts.
+fn metric_group(s: &mut String, run: &Run, group: &str, name: &str) {
+    let members: Vec<(&CellResult, &Metric)> = run
+        .cells
+        .iter()
+        .filter(|c| group_of(c) == group)
+        .filter_map(|c| c.metrics.iter().find(|m| m.name == name).map(|m| (c, m)))
+        .collect();
+    let _ = write!(s, "<h3>{} — {}</h3>", esc(name), esc(group));
+    let lanes: Vec<(String, &Metric)> = members
+        .iter()
+        .filter(|(_, m)| m.skip.is_none() && !m.samples.is_empty())
+        .map(|(c, m)| {
+            let sum = summarize(&m.samples);
+            let med = sum.as_ref().map_or(String::new(), |x| {
+                let half = ci_half_pct(median_ci(m, x), x.median)
+                    .map_or(String::new(), |h| format!(" ±{h:.1}%"));
+                format!("median {:.1}{half}", x.median)
+            });
+            (format!("{}\n{med}", c.variant), *m)
+        })
+        .collect();
+    for (c, m) in &members {
+        if let Some(why) = &m.skip {
+            let _ = write!(
+                s,
+                "<p class=meta>{}: skipped: {}</p>",
+                esc(&c.variant),
+                esc(why)
+            );
         }
     }
+    *s += &strip_svg(&lanes);
+    let related: Vec<&Comparison> = run
+        .comparisons
+        .iter()
+        .filter(|c| {
+            (c.new_metric == *name || c.base_metric == *name)
+                && members.iter().any(|(m, _)| m.id == c.new_cell)
+        })
+        .collect();
+    if !related.is_empty() {
+        *s += "<ul class=verdicts>";
+        for c in related {
+            let _ = write!(s, "<li>{}</li>", comparison_sentence(c));
+        }
+        *s += "</ul>";
+    }
+}
 
-    // Not as expected.
+/// The cells not as expected: mismatches, evidence and how to reproduce.
+fn not_as_expected(s: &mut String, run: &Run) {
     let bad: Vec<&CellResult> = run.cells.iter().filter(|c| !c.as_expected).collect();
     if !bad.is_empty() {
-        s += "<h2>Not as expected</h2>";
+        *s += "<h2>Not as expected</h2>";
         for c in bad {
             let _ = write!(s, "<h3>{} {}</h3><ul>", esc(&c.id), outcome(c.outcome));
             for m in &c.mismatches {
                 let _ = write!(s, "<li>{}</li>", esc(m));
             }
-            s += "</ul>";
+            *s += "</ul>";
             for e in &c.evidence {
                 let path = e.path.as_ref().map_or(String::new(), |p| {
                     format!(" ({})", esc(&p.display().to_string()))
@@ -561,8 +648,6 @@ pub fn html(run: &Run) -> String {
             }
         }
     }
-    s += "</body></html>\n";
-    s
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::schema::{CellResult, Comparison, Outcome, Run};
+use crate::stats::intervals::median_ci;
+use crate::stats::location::summarize;
 
 pub const ORIGIN: &str = "kmatrix";
 
@@ -173,47 +175,10 @@ pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>) -> Value {
         let checkout_id = format!("{run_id}/{}/{}", c.kernel, c.variant);
         if !checkouts.iter().any(|x| x["id"] == checkout_id.as_str()) {
             let ps = patchsets.get(&c.variant).cloned().unwrap_or_default();
-            let mut co = json!({
-                "id": checkout_id,
-                "origin": ORIGIN,
-                "tree_name": c.kernel,
-                "patchset_files": ps.files.iter().map(|(n, u)| json!({"name": n, "url": u})).collect::<Vec<_>>(),
-                "patchset_hash": ps.hash,
-                "comment": format!("kernel {} with {}", c.kernel, if c.variant == "base" { "no series".to_string() } else { format!("series {}", c.variant) }),
-                "valid": c.outcome != Outcome::ApplyError,
-                "misc": {"variant": c.variant, "matrix": run.matrix},
-            });
-            if let Some(s) = &start {
-                co["start_time"] = json!(s);
-            }
-            checkouts.push(co);
+            checkouts.push(checkout(run, c, &checkout_id, &ps, &start));
         }
         let build_id = format!("{run_id}/{}", c.id);
-        let mut b = json!({
-            "id": build_id,
-            "checkout_id": checkout_id,
-            "origin": ORIGIN,
-            "architecture": c.arch,
-            "config_name": c.config,
-            "status": build_status(c),
-            "duration": c.timings.config_s + c.timings.build_s,
-            "misc": {
-                "cell": c.id,
-                "build_key": c.build_key,
-                "build_cached": c.timings.build_cached,
-                "build_incremental": c.timings.build_incremental,
-            },
-        });
-        if !c.reproduce.make.is_empty() {
-            b["command"] = json!(c.reproduce.make.join(" && "));
-        }
-        if let Some(p) = &c.logs.build {
-            b["log_url"] = json!(file_url(p));
-        }
-        if let Some(s) = &start {
-            b["start_time"] = json!(s);
-        }
-        builds.push(b);
+        builds.push(build(c, &build_id, &checkout_id, &start));
         if matches!(
             c.outcome,
             Outcome::BuildError | Outcome::ApplyError | Outcome::ConfigError
@@ -224,99 +189,9 @@ pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>) -> Value {
             "comment": format!("QEMU {} ({}), host {}", c.accel, c.arch, run.host.hostname),
             "misc": {"accel": c.accel, "accel_reason": c.accel_reason, "kvm_given_up": c.kvm_given_up, "qemu": run.host.qemu},
         });
-        let mut boot = test(
-            &build_id,
-            &build_id,
-            "boot".into(),
-            boot_status(c.outcome),
-            &start,
-        );
-        boot.insert("environment".into(), env.clone());
-        boot.insert("duration".into(), json!(c.timings.boot_s));
-        boot.insert(
-            "misc".into(),
-            json!({"outcome": c.outcome.as_str(), "as_expected": c.as_expected, "mismatches": c.mismatches}),
-        );
-        if let Some(e) = c.evidence.first() {
-            boot.insert(
-                "log_excerpt".into(),
-                json!(e.excerpt.chars().take(16 * 1024).collect::<String>()),
-            );
-        }
-        if let Some(p) = &c.logs.console {
-            boot.insert("log_url".into(), json!(file_url(p)));
-        }
-        tests.push(Value::Object(boot));
-        for t in &c.tests {
-            let mut x = test(
-                &build_id,
-                &build_id,
-                path(&[&t.name]),
-                status(t.outcome),
-                &start,
-            );
-            x.insert("environment".into(), env.clone());
-            if let Some(d) = t.duration_s {
-                x.insert("duration".into(), json!(d.max(0.0)));
-            }
-            if let Some(r) = &t.reason {
-                x.insert("comment".into(), json!(r));
-            }
-            x.insert("misc".into(), json!({"outcome": t.outcome.as_str()}));
-            tests.push(Value::Object(x));
-            for k in &t.cases {
-                let mut x = test(
-                    &build_id,
-                    &build_id,
-                    path(&[&t.name, &k.name]),
-                    status(k.outcome),
-                    &start,
-                );
-                x.insert("environment".into(), env.clone());
-                if let Some(r) = &k.reason {
-                    x.insert("comment".into(), json!(r));
-                }
-                x.insert(
-                    "misc".into(),
-                    json!({"outcome": k.outcome.as_str(), "name": k.name}),
-                );
-                tests.push(Value::Object(x));
-            }
-        }
-        for m in &c.metrics {
-            let p = path(&["metric", &m.name]);
-            if let Some(why) = &m.skip {
-                let mut x = test(&build_id, &build_id, p, "SKIP", &start);
-                x.insert("comment".into(), json!(why));
-                tests.push(Value::Object(x));
-                continue;
-            }
-            let Some(s) = crate::report::stats::summarize(&m.samples) else {
-                continue;
-            };
-            let ci = crate::report::markdown::median_ci(m, &s);
-            let mut x = test(&build_id, &build_id, p, "DONE", &start);
-            x.insert("environment".into(), env.clone());
-            let mut number = json!({"value": s.median});
-            if !m.unit.is_empty() {
-                number["unit"] = json!(m.unit);
-            }
-            x.insert("number".into(), number);
-            x.insert(
-                "misc".into(),
-                json!({
-                    "metric": m.name,
-                    "n": s.n,
-                    "median_ci95": ci.map(|(lo, hi)| [lo, hi]),
-                    "cv": s.cv,
-                    "target_ci_pct": m.target_ci_pct,
-                    "boot_sizes": m.boot_sizes,
-                    "samples": m.samples,
-                    "comparisons": verdicts(&run.comparisons, &c.id, &m.name),
-                }),
-            );
-            tests.push(Value::Object(x));
-        }
+        tests.push(boot_test(c, &build_id, &env, &start));
+        test_results(c, &build_id, &env, &start, &mut tests);
+        metric_tests(run, c, &build_id, &env, &start, &mut tests);
     }
     json!({
         "version": {"major": 5, "minor": 3},
@@ -324,6 +199,172 @@ pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>) -> Value {
         "builds": builds,
         "tests": tests,
     })
+}
+
+/// The checkout of a cell's kernel and variant: the series as its patch set.
+fn checkout(run: &Run, c: &CellResult, id: &str, ps: &Patchset, start: &Option<String>) -> Value {
+    let mut co = json!({
+        "id": id,
+        "origin": ORIGIN,
+        "tree_name": c.kernel,
+        "patchset_files": ps.files.iter().map(|(n, u)| json!({"name": n, "url": u})).collect::<Vec<_>>(),
+        "patchset_hash": ps.hash,
+        "comment": format!("kernel {} with {}", c.kernel, if c.variant == "base" { "no series".to_string() } else { format!("series {}", c.variant) }),
+        "valid": c.outcome != Outcome::ApplyError,
+        "misc": {"variant": c.variant, "matrix": run.matrix},
+    });
+    if let Some(s) = start {
+        co["start_time"] = json!(s);
+    }
+    co
+}
+
+/// A cell's build: config and build time, the make command and log.
+fn build(c: &CellResult, id: &str, checkout_id: &str, start: &Option<String>) -> Value {
+    let mut b = json!({
+        "id": id,
+        "checkout_id": checkout_id,
+        "origin": ORIGIN,
+        "architecture": c.arch,
+        "config_name": c.config,
+        "status": build_status(c),
+        "duration": c.timings.config_s + c.timings.build_s,
+        "misc": {
+            "cell": c.id,
+            "build_key": c.build_key,
+            "build_cached": c.timings.build_cached,
+            "build_incremental": c.timings.build_incremental,
+        },
+    });
+    if !c.reproduce.make.is_empty() {
+        b["command"] = json!(c.reproduce.make.join(" && "));
+    }
+    if let Some(p) = &c.logs.build {
+        b["log_url"] = json!(file_url(p));
+    }
+    if let Some(s) = start {
+        b["start_time"] = json!(s);
+    }
+    b
+}
+
+/// `boot`: did the kernel boot and run its tests.
+fn boot_test(c: &CellResult, build_id: &str, env: &Value, start: &Option<String>) -> Value {
+    let mut boot = test(
+        build_id,
+        build_id,
+        "boot".into(),
+        boot_status(c.outcome),
+        start,
+    );
+    boot.insert("environment".into(), env.clone());
+    boot.insert("duration".into(), json!(c.timings.boot_s));
+    boot.insert(
+        "misc".into(),
+        json!({"outcome": c.outcome.as_str(), "as_expected": c.as_expected, "mismatches": c.mismatches}),
+    );
+    if let Some(e) = c.evidence.first() {
+        boot.insert(
+            "log_excerpt".into(),
+            json!(e.excerpt.chars().take(16 * 1024).collect::<String>()),
+        );
+    }
+    if let Some(p) = &c.logs.console {
+        boot.insert("log_url".into(), json!(file_url(p)));
+    }
+    Value::Object(boot)
+}
+
+/// One test per test the cell ran, and one per case of it.
+fn test_results(
+    c: &CellResult,
+    build_id: &str,
+    env: &Value,
+    start: &Option<String>,
+    tests: &mut Vec<Value>,
+) {
+    for t in &c.tests {
+        let mut x = test(
+            build_id,
+            build_id,
+            path(&[&t.name]),
+            status(t.outcome),
+            start,
+        );
+        x.insert("environment".into(), env.clone());
+        if let Some(d) = t.duration_s {
+            x.insert("duration".into(), json!(d.max(0.0)));
+        }
+        if let Some(r) = &t.reason {
+            x.insert("comment".into(), json!(r));
+        }
+        x.insert("misc".into(), json!({"outcome": t.outcome.as_str()}));
+        tests.push(Value::Object(x));
+        for k in &t.cases {
+            let mut x = test(
+                build_id,
+                build_id,
+                path(&[&t.name, &k.name]),
+                status(k.outcome),
+                start,
+            );
+            x.insert("environment".into(), env.clone());
+            if let Some(r) = &k.reason {
+                x.insert("comment".into(), json!(r));
+            }
+            x.insert(
+                "misc".into(),
+                json!({"outcome": k.outcome.as_str(), "name": k.name}),
+            );
+            tests.push(Value::Object(x));
+        }
+    }
+}
+
+/// One test per metric: `DONE` with the median as its number and the
+/// samples, CI and verdicts in `misc`, or `SKIP` with the reason.
+fn metric_tests(
+    run: &Run,
+    c: &CellResult,
+    build_id: &str,
+    env: &Value,
+    start: &Option<String>,
+    tests: &mut Vec<Value>,
+) {
+    for m in &c.metrics {
+        let p = path(&["metric", &m.name]);
+        if let Some(why) = &m.skip {
+            let mut x = test(build_id, build_id, p, "SKIP", start);
+            x.insert("comment".into(), json!(why));
+            tests.push(Value::Object(x));
+            continue;
+        }
+        let Some(s) = summarize(&m.samples) else {
+            continue;
+        };
+        let ci = median_ci(m, &s);
+        let mut x = test(build_id, build_id, p, "DONE", start);
+        x.insert("environment".into(), env.clone());
+        let mut number = json!({"value": s.median});
+        if !m.unit.is_empty() {
+            number["unit"] = json!(m.unit);
+        }
+        x.insert("number".into(), number);
+        x.insert(
+            "misc".into(),
+            json!({
+                "metric": m.name,
+                "n": s.n,
+                "median_ci95": ci.map(|(lo, hi)| [lo, hi]),
+                "cv": s.cv,
+                "target_ci_pct": m.target_ci_pct,
+                "boot_sizes": m.boot_sizes,
+                "samples": m.samples,
+                "comparisons": verdicts(&run.comparisons, &c.id, &m.name),
+            }),
+        );
+        tests.push(Value::Object(x));
+    }
 }
 
 #[cfg(test)]

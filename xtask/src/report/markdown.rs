@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use crate::schema::{CellResult, GuestInfo, Outcome, Run, TestResult, Verdict};
+use crate::schema::{CellResult, GuestInfo, Metric, Outcome, Run, TestResult, Verdict};
+use crate::stats::intervals::{ci_half_pct, median_ci};
+use crate::stats::location::{median, summarize, Summary};
 
 fn test_cell(t: &TestResult) -> String {
     let took = t
@@ -38,28 +40,6 @@ fn test_cell(t: &TestResult) -> String {
     s + &took
 }
 
-/// The 95% CI of a metric's median: distribution-free for one boot; over
-/// several boots a bootstrap that resamples boots, then samples, so the
-/// spread between boots counts.
-pub fn median_ci(
-    m: &crate::schema::Metric,
-    x: &crate::report::stats::Summary,
-) -> Option<(f64, f64)> {
-    let boots = m.by_boot();
-    if boots.len() > 1 {
-        crate::report::stats::median_ci_boots(&boots, 0.95, 4000, 0x6b6d)
-    } else {
-        x.median_ci
-    }
-}
-
-/// Half the width of a median's CI in percent of the median: the precision
-/// figure reported per metric and compared with `target_ci_pct`.
-pub fn ci_half_pct(ci: Option<(f64, f64)>, median: f64) -> Option<f64> {
-    ci.filter(|_| median > 0.0)
-        .map(|(lo, hi)| 50.0 * (hi - lo) / median)
-}
-
 /// "2/255": the guest's online and possible CPUs, from its first report.
 fn cpus(c: &CellResult) -> String {
     let count = |l: &Option<String>| l.as_deref().and_then(GuestInfo::count);
@@ -74,6 +54,17 @@ fn cpus(c: &CellResult) -> String {
 }
 
 pub fn markdown(run: &Run) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# kmatrix run {}\n", run.started);
+    cells_table(&mut s, run);
+    metrics_table(&mut s, run);
+    not_as_expected(&mut s, run);
+    s
+}
+
+/// Cells x tests: outcome, expectation, accel, CPUs, each test, build,
+/// boot and guest time.
+fn cells_table(s: &mut String, run: &Run) {
     let mut tests: Vec<String> = Vec::new();
     for c in &run.cells {
         for t in &c.tests {
@@ -82,8 +73,6 @@ pub fn markdown(run: &Run) -> String {
             }
         }
     }
-    let mut s = String::new();
-    let _ = writeln!(s, "# kmatrix run {}\n", run.started);
     let _ = write!(
         s,
         "| cell | outcome | expected | accel | CPUs online/possible |"
@@ -126,98 +115,121 @@ pub fn markdown(run: &Run) -> String {
             c.timings.boot_s, c.timings.guest_s
         );
     }
+}
+
+/// Every metric of every cell: n, median (per boot too), its 95% CI and
+/// precision against `target_ci_pct`, min, max, CV; then how many miss
+/// their target.
+fn metrics_table(s: &mut String, run: &Run) {
     let metrics: Vec<_> = run
         .cells
         .iter()
         .flat_map(|c| c.metrics.iter().map(move |m| (c, m)))
         .collect();
-    if !metrics.is_empty() {
-        let _ = writeln!(s, "\n## Metrics\n\n| cell | metric | n | median | 95% CI of median (resampling boots when several) | min | max | CV |\n|---|---|---|---|---|---|---|---|");
-        let (mut judged, mut missed) = (0, 0);
-        for (c, m) in metrics {
-            match (&m.skip, crate::report::stats::summarize(&m.samples)) {
-                (Some(why), _) => {
-                    let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | | |", c.id, m.name);
-                }
-                (None, Some(x)) => {
-                    let median_ci = median_ci(m, &x);
-                    let half = ci_half_pct(median_ci, x.median);
-                    let mut ci = match (median_ci, half) {
-                        (Some((lo, hi)), Some(h)) => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
-                        _ => "n < 6".to_string(),
-                    };
-                    if let Some(target) = m.target_ci_pct {
-                        judged += 1;
-                        if half.map_or(true, |h| h > target) {
-                            missed += 1;
-                            ci += &format!(" (**over ±{target}**)");
-                        }
-                    }
-                    let by_boot = m.by_boot();
-                    let boots = if by_boot.len() > 1 {
-                        let meds: Vec<String> = by_boot
-                            .iter()
-                            .map(|b| format!("{:.1}", crate::report::stats::median(b)))
-                            .collect();
-                        format!(" (boots: {})", meds.join(", "))
-                    } else {
-                        String::new()
-                    };
-                    let _ = writeln!(
-                        s,
-                        "| {} | {} | {} | {:.3} {}{boots} | {ci} | {:.3} | {:.3} | {:.1}% |",
-                        c.id,
-                        m.name,
-                        x.n,
-                        x.median,
-                        m.unit,
-                        x.min,
-                        x.max,
-                        100.0 * x.cv
-                    );
-                }
-                (None, None) => {}
+    if metrics.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Metrics\n\n| cell | metric | n | median | 95% CI of median (resampling boots when several) | min | max | CV |\n|---|---|---|---|---|---|---|---|");
+    let (mut judged, mut missed) = (0, 0);
+    for (c, m) in metrics {
+        match (&m.skip, summarize(&m.samples)) {
+            (Some(why), _) => {
+                let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | | |", c.id, m.name);
             }
-        }
-        if missed > 0 {
-            let _ = writeln!(
-                s,
-                "\n{missed} of {judged} metrics miss their precision target (`target_ci_pct`): more samples or a quieter host would narrow them; a comparison with them may say \"{}\".",
-                Verdict::TooNoisy.describe()
-            );
+            (None, Some(x)) => {
+                let (row, over) = metric_row(c, m, &x);
+                *s += &row;
+                if let Some(over) = over {
+                    judged += 1;
+                    missed += usize::from(over);
+                }
+            }
+            (None, None) => {}
         }
     }
+    if missed > 0 {
+        let _ = writeln!(
+            s,
+            "\n{missed} of {judged} metrics miss their precision target (`target_ci_pct`): more samples or a quieter host would narrow them; a comparison with them may say \"{}\".",
+            Verdict::TooNoisy.describe()
+        );
+    }
+}
+
+/// A measured metric's row, and whether it is over its precision target
+/// (None: no target declared).
+fn metric_row(c: &CellResult, m: &Metric, x: &Summary) -> (String, Option<bool>) {
+    let median_ci = median_ci(m, x);
+    let half = ci_half_pct(median_ci, x.median);
+    let mut ci = match (median_ci, half) {
+        (Some((lo, hi)), Some(h)) => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
+        _ => "n < 6".to_string(),
+    };
+    let over = m.target_ci_pct.map(|target| {
+        let over = half.is_none_or(|h| h > target);
+        if over {
+            ci += &format!(" (**over ±{target}**)");
+        }
+        over
+    });
+    let by_boot = m.by_boot();
+    let boots = if by_boot.len() > 1 {
+        let meds: Vec<String> = by_boot
+            .iter()
+            .map(|b| format!("{:.1}", median(b)))
+            .collect();
+        format!(" (boots: {})", meds.join(", "))
+    } else {
+        String::new()
+    };
+    let row = format!(
+        "| {} | {} | {} | {:.3} {}{boots} | {ci} | {:.3} | {:.3} | {:.1}% |\n",
+        c.id,
+        m.name,
+        x.n,
+        x.median,
+        m.unit,
+        x.min,
+        x.max,
+        100.0 * x.cv
+    );
+    (row, over)
+}
+
+/// The cells not as expected: mismatches, the first three pieces of
+/// evidence, how to reproduce and boot by hand.
+fn not_as_expected(s: &mut String, run: &Run) {
     let bad: Vec<_> = run.cells.iter().filter(|c| !c.as_expected).collect();
-    if !bad.is_empty() {
-        let _ = writeln!(s, "\n## Not as expected\n");
-        for c in bad {
-            let _ = writeln!(s, "### {} ({})\n", c.id, c.outcome);
-            for m in &c.mismatches {
-                let _ = writeln!(s, "- {m}");
-            }
-            for e in c.evidence.iter().take(3) {
-                let path = e
-                    .path
-                    .as_ref()
-                    .map_or(String::new(), |p| format!(" ({})", p.display()));
-                let _ = writeln!(s, "\n{}{path}\n", e.what);
-                if !e.excerpt.is_empty() {
-                    let excerpt: Vec<&str> = e.excerpt.lines().take(30).collect();
-                    let _ = writeln!(s, "```\n{}\n```", excerpt.join("\n"));
-                }
-            }
-            let _ = writeln!(s, "\nReproduce: `{}`", c.reproduce.xtask);
-            if let Some(q) = &c.reproduce.qemu {
-                let boot = if c.reproduce.boot.is_empty() {
-                    format!("cargo xtask boot {}", c.id)
-                } else {
-                    c.reproduce.boot.clone()
-                };
-                let _ = writeln!(s, "\nBoot by hand: `{boot}` or\n```\n{q}\n```");
+    if bad.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Not as expected\n");
+    for c in bad {
+        let _ = writeln!(s, "### {} ({})\n", c.id, c.outcome);
+        for m in &c.mismatches {
+            let _ = writeln!(s, "- {m}");
+        }
+        for e in c.evidence.iter().take(3) {
+            let path = e
+                .path
+                .as_ref()
+                .map_or(String::new(), |p| format!(" ({})", p.display()));
+            let _ = writeln!(s, "\n{}{path}\n", e.what);
+            if !e.excerpt.is_empty() {
+                let excerpt: Vec<&str> = e.excerpt.lines().take(30).collect();
+                let _ = writeln!(s, "```\n{}\n```", excerpt.join("\n"));
             }
         }
+        let _ = writeln!(s, "\nReproduce: `{}`", c.reproduce.xtask);
+        if let Some(q) = &c.reproduce.qemu {
+            let boot = if c.reproduce.boot.is_empty() {
+                format!("cargo xtask boot {}", c.id)
+            } else {
+                c.reproduce.boot.clone()
+            };
+            let _ = writeln!(s, "\nBoot by hand: `{boot}` or\n```\n{q}\n```");
+        }
     }
-    s
 }
 
 #[cfg(test)]

@@ -18,8 +18,8 @@ use anyhow::Result;
 use super::{policy::Policy, schedule, CellRun, Ctx};
 use crate::host::{cache::Cache, signals, ui};
 use crate::plan::matrix::{Cell, Matrix};
-use crate::report::compare;
 use crate::schema::{self as results, CellResult, Run};
+use crate::stats::compare;
 
 /// What a run is asked for beyond its cells.
 #[derive(Debug, Clone, Default)]

@@ -6,7 +6,10 @@
 //! A leaf: it imports nothing of the harness (std, serde, anyhow and
 //! serde_json only), so every stage can depend on it and it on none of them.
 //! What is computed (classification, statistics, verdicts) lives with the
-//! stage that computes it; only the serialized shapes live here.
+//! stage that computes it; only the serialized shapes live here, and the
+//! merging of several documents into one (`merge`).
+
+pub mod merge;
 
 use std::path::{Path, PathBuf};
 
@@ -63,7 +66,7 @@ pub struct Run {
     pub host: Host,
     pub matrix: String,
     pub cells: Vec<CellResult>,
-    /// A/B comparisons of metrics (report/compare.rs), refreshed after every cell.
+    /// A/B comparisons of metrics (stats/compare.rs), refreshed after every cell.
     #[serde(default)]
     pub comparisons: Vec<Comparison>,
 }
@@ -384,7 +387,7 @@ fn nan_as_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f6
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
-/// One A/B comparison of a metric, as report/compare.rs computed it.
+/// One A/B comparison of a metric, as stats/compare.rs computed it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Comparison {
     pub kind: ComparisonKind,
@@ -436,10 +439,10 @@ pub struct Comparison {
     /// how much the compared statistic moved from boot to boot within the
     /// two cells (pooled SD of its log, in percent), and the boots a side
     /// that would pin a change down to +-min_effect_pct on this host
-    /// (report::aa::boots_needed; None past 50). The noise, from the data.
+    /// (stats::power::boots_needed; None past 50). The noise, from the data.
     /// For boots compared pair by pair (`p_test` paired-boot-medians): the
     /// SD of the pairs' log ratios, and the pairs needed
-    /// (report::aa::pairs_needed).
+    /// (stats::power::pairs_needed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_sd_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
