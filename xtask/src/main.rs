@@ -15,6 +15,7 @@ mod plan;
 mod report;
 mod runner;
 mod schema;
+mod util;
 
 #[cfg(test)]
 mod golden;

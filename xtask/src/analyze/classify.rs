@@ -23,6 +23,7 @@ use crate::analyze::guestlog;
 use crate::kinds::{self, MetricDecls};
 use crate::plan::matrix::TestKind;
 use crate::schema::*;
+use crate::util::tail;
 
 /// How QEMU ended (boot::qemu::Exit without the process handles).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -248,7 +249,7 @@ pub fn classify(b: &BootInput) -> Classified {
                 t.reason = Some(format!(
                     "killed after its {} s timeout; output so far: {}",
                     block.timeout_s.unwrap_or(0.0),
-                    console::tail(&block.output, 5)
+                    tail(&block.output, 5)
                 ));
                 t.failed_by_cases = false;
             }
@@ -258,7 +259,7 @@ pub fn classify(b: &BootInput) -> Classified {
                     "killed by signal {} ({}); last output: {}",
                     rc - 128,
                     signal_name(rc - 128),
-                    console::tail(&block.output, 5)
+                    tail(&block.output, 5)
                 ));
                 t.failed_by_cases = false;
             }
@@ -296,7 +297,7 @@ pub fn classify(b: &BootInput) -> Classified {
             format!(
                 "{}\n--- console tail ---\n{}",
                 b.exit.stderr.trim(),
-                console::tail(b.console, 15)
+                tail(b.console, 15)
             ),
             Some(b.console_log.to_path_buf()),
         ));
@@ -309,7 +310,7 @@ pub fn classify(b: &BootInput) -> Classified {
                     "QEMU stopped by the harness after {:.0} s at the kernel's \"{line}\": the task that oopsed never exits, so its test would wait for its timeout",
                     b.exit.elapsed_s
                 ),
-                console::tail(b.console, 25),
+                tail(b.console, 25),
                 Some(b.console_log.to_path_buf()),
             ));
         }
@@ -328,18 +329,18 @@ pub fn classify(b: &BootInput) -> Classified {
         evidence.push(Evidence::new(
             EvidenceKind::Guest,
             what,
-            console::tail(b.console, 25),
+            tail(b.console, 25),
             Some(b.console_log.to_path_buf()),
         ));
         Outcome::Timeout
     } else if !session.began {
-        evidence.push(Evidence::new(EvidenceKind::Guest, "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)", console::tail(b.console, 25), Some(b.console_log.to_path_buf())));
+        evidence.push(Evidence::new(EvidenceKind::Guest, "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)", tail(b.console, 25), Some(b.console_log.to_path_buf())));
         Outcome::Crash
     } else if !session.done {
         evidence.push(Evidence::new(
             EvidenceKind::Guest,
             "the guest ended before its init reported DONE",
-            console::tail(b.console, 25),
+            tail(b.console, 25),
             Some(b.console_log.to_path_buf()),
         ));
         Outcome::Crash

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::analyze::console::tail;
+use crate::util::tail;
 use wait_timeout::ChildExt;
 
 /// Bounds for host steps. Generous: a bound exists to end a hang, not to

@@ -152,7 +152,7 @@ fn as_root(args: &[&str]) -> Result<()> {
         bail!(
             "`{shown}` {}\n{}",
             f.describe(),
-            crate::analyze::console::tail(&f.stderr, 20)
+            crate::util::tail(&f.stderr, 20)
         );
     }
     Ok(())
