@@ -6,8 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{Interpreted, Kind, MetricDecls, Recipe};
-use crate::analyze::ktap;
+use super::{ktap, Interpreted, Kind, MetricDecls, Recipe};
 use crate::build::source::subtree_id;
 use crate::plan::matrix::TestSpec;
 
