@@ -14,6 +14,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::host::cache::{sha256_file, Cache, KeyBuilder};
+use crate::host::git::{git, git_ok, run_ok};
 use crate::host::proc::{self, limit};
 use crate::plan::matrix::SourceSpec;
 
@@ -164,33 +165,6 @@ impl Series {
 pub struct ApplyError {
     pub patch: PathBuf,
     pub detail: String,
-}
-
-fn git(dir: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.arg("-C").arg(dir);
-    // Commits made here are ours: a fixed identity, and no user hooks/config.
-    c.env("GIT_AUTHOR_NAME", "kmatrix")
-        .env("GIT_AUTHOR_EMAIL", "kmatrix@localhost")
-        .env("GIT_COMMITTER_NAME", "kmatrix")
-        .env("GIT_COMMITTER_EMAIL", "kmatrix@localhost")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null");
-    c
-}
-
-fn run_ok(c: Command, what: &str) -> Result<String> {
-    let out = proc::run(c, limit::scaled(limit::GIT))
-        .with_context(|| format!("{what}: could not run git"))?;
-    if !out.success() {
-        bail!(
-            "{what} failed ({}): {}{}",
-            out.describe(),
-            out.stderr,
-            out.stdout
-        );
-    }
-    Ok(out.stdout.trim().to_string())
 }
 
 /// The pristine base as a git repository whose HEAD is the base commit.
@@ -609,13 +583,6 @@ impl Trees {
     }
 }
 
-/// `git -C dir args...` within the git bound; its stdout, or Err naming `what`.
-fn git_ok(dir: &Path, args: &[&str], what: &str) -> Result<String> {
-    let mut c = git(dir);
-    c.args(args);
-    run_ok(c, what)
-}
-
 /// Earlier versions kept a worktree per variant (`trees/<kernel>/<variant>`
 /// with a `.state` file) and an O= dir per variant
 /// (`build/<kernel>/<variant>/<arch>/...`): gigabytes that nothing reads
@@ -809,18 +776,6 @@ pub fn kconfig_defines(repo: &Path, commit: &str, symbol: &str) -> Result<bool> 
 
 pub fn read_at(repo: &Path, commit: &str, path: &str) -> Option<String> {
     git_ok(repo, &["show", &format!("{commit}:{path}")], "git show").ok()
-}
-
-/// Identity of one subdirectory's content (e.g. a selftest dir).
-pub fn subtree_id(tree: &Path, sub: &str) -> Result<String> {
-    run_ok(
-        {
-            let mut c = git(tree);
-            c.args(["rev-parse", &format!("HEAD:{sub}")]);
-            c
-        },
-        &format!("git rev-parse HEAD:{sub}"),
-    )
 }
 
 #[cfg(test)]

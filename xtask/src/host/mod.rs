@@ -1,6 +1,7 @@
 //! The host: packages, the cache and its lock, signals, the terminal, and
 //! bounded subprocesses.
 pub mod cache;
+pub mod git;
 pub mod proc;
 pub mod setup;
 pub mod signals;

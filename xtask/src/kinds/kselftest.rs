@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{ktap, Interpreted, Kind, MetricDecls, Recipe};
-use crate::build::source::subtree_id;
+use crate::host::git::subtree_id;
 use crate::plan::matrix::TestSpec;
 
 pub struct Kselftest;

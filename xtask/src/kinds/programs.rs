@@ -16,7 +16,7 @@ use anyhow::Result;
 
 use super::kselftest::settings_timeout;
 use super::{Interpreted, Kind, MetricDecls, Recipe};
-use crate::build::source::subtree_id;
+use crate::host::git::subtree_id;
 use crate::plan::matrix::{CaseSpec, TestSpec};
 use crate::schema::{CaseResult, Outcome};
 
