@@ -17,6 +17,7 @@ use crate::host::cache::{sha256_file, Cache, KeyBuilder};
 use crate::host::git::{git, git_ok, run_ok};
 use crate::host::proc::{self, limit};
 use crate::plan::matrix::SourceSpec;
+use crate::plan::series;
 
 /// A patch series: the files in order and their combined hash.
 #[derive(Debug, Clone)]
@@ -97,7 +98,7 @@ impl Series {
 
     /// The first `take` patches of the series in `dir` (all with None).
     pub fn load_prefix(name: &str, dir: &Path, take: Option<usize>) -> Result<Series> {
-        let mut patches = Series::files(name, dir)?;
+        let mut patches = series::files(name, dir)?;
         if let Some(k) = take {
             if k == 0 || k > patches.len() {
                 bail!(
@@ -123,29 +124,10 @@ impl Series {
         })
     }
 
-    /// The patch files of `dir` in order (see `load`).
+    /// The patch files of `dir` in order (plan::series, kept here for
+    /// bisect/ and cmd_report).
     pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
-        let order = dir.join("series");
-        let patches: Vec<PathBuf> = if order.exists() {
-            std::fs::read_to_string(&order)?
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(|l| dir.join(l))
-                .collect()
-        } else {
-            let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-                .with_context(|| format!("reading series dir {}", dir.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "patch"))
-                .collect();
-            v.sort();
-            v
-        };
-        if patches.is_empty() {
-            bail!("series {name}: no patches in {}", dir.display());
-        }
-        Ok(patches)
+        series::files(name, dir)
     }
 
     /// File name, subject and author of every patch, in order.

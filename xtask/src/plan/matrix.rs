@@ -1126,14 +1126,12 @@ reason = "r"
         let d = Matrix::parse(default, &std::fs::read_to_string(default).unwrap()).unwrap();
         assert_eq!((m.run.boots, m.run.max_boots), (d.run.boots, d.run.max_boots));
         for (name, spec) in &m.series {
-            let s = crate::build::source::Series::load(
-                name,
-                &std::path::Path::new(root).join(&spec.dir),
-            )
-            .unwrap();
-            assert_eq!(s.patches.len(), 1, "{name}");
+            let patches =
+                crate::plan::series::files(name, &std::path::Path::new(root).join(&spec.dir))
+                    .unwrap();
+            assert_eq!(patches.len(), 1, "{name}");
             let us = name.trim_start_matches("delay-").trim_end_matches("us");
-            let patch = std::fs::read_to_string(&s.patches[0]).unwrap();
+            let patch = std::fs::read_to_string(&patches[0]).unwrap();
             assert!(patch.contains(&format!("+\tudelay({us});\n")), "{name}");
         }
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.same_cpu_share"));
