@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::boot::qemu::{self, Accel, Guest};
+use crate::boot::qemu::{self, Guest};
 use crate::host::cache::KeyBuilder;
-use crate::plan::arch::Arch;
+use crate::plan::arch::{Accel, Arch};
 
 /// The chosen accelerator and a one-line reason (recorded per cell).
 #[derive(Debug, Clone, PartialEq)]

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
 
 use crate::plan::arch::Arch;
+/// The accelerator value lives in plan::arch; this path is kept for runner/.
+pub use crate::plan::arch::Accel;
 
 /// Console logs beyond this are cut (and marked) so a flooding guest cannot
 /// fill the disk; the guest keeps running.
@@ -139,28 +141,6 @@ pub fn console_cap() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(CONSOLE_CAP)
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Accel {
-    Kvm,
-    /// Multi-threaded TCG is fast but has raced runtime code patching
-    /// (CONTEXT.md): results record which one ran.
-    Tcg {
-        multi_thread: bool,
-    },
-}
-
-impl Accel {
-    pub fn qemu_arg(&self) -> String {
-        match self {
-            Accel::Kvm => "kvm".into(),
-            Accel::Tcg { multi_thread: true } => "tcg,thread=multi".into(),
-            Accel::Tcg {
-                multi_thread: false,
-            } => "tcg,thread=single".into(),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
