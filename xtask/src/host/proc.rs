@@ -121,7 +121,7 @@ pub fn stream(
         let (status, timed_out) = match child.wait_timeout(timeout) {
             Ok(Some(st)) => (Some(st), false),
             Ok(None) | Err(_) => {
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                kill_group(child.id());
                 let _ = child.kill();
                 (child.wait().ok(), true)
             }
@@ -139,6 +139,17 @@ pub fn stream(
     });
     crate::host::signals::unregister_child(child.id());
     Ok(r)
+}
+
+/// SIGKILL to the process group `pid` leads (a child spawned with
+/// `process_group(0)`); one that is gone already is no error.
+pub fn kill_group(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
 }
 
 /// `stream` without a line callback.
