@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -118,14 +118,7 @@ pub fn stream(
             }
             all
         });
-        let (status, timed_out) = match child.wait_timeout(timeout) {
-            Ok(Some(st)) => (Some(st), false),
-            Ok(None) | Err(_) => {
-                kill_group(child.id());
-                let _ = child.kill();
-                (child.wait().ok(), true)
-            }
-        };
+        let (status, timed_out) = wait_or_kill(&mut child, timeout);
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
         Finished {
@@ -149,6 +142,20 @@ pub fn kill_group(pid: u32) {
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,
         );
+    }
+}
+
+/// Waits for `child` up to `timeout`; past it (or when waiting fails),
+/// kills its process group and the child itself. Returns its status, if
+/// any, and whether it was killed.
+pub fn wait_or_kill(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>, bool) {
+    match child.wait_timeout(timeout) {
+        Ok(Some(st)) => (Some(st), false),
+        Ok(None) | Err(_) => {
+            kill_group(child.id());
+            let _ = child.kill();
+            (child.wait().ok(), true)
+        }
     }
 }
 
