@@ -398,6 +398,19 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Where matrix.toml came from, for errors that name file, line and column.
+struct Spans<'a> {
+    path: &'a str,
+    text: &'a str,
+}
+
+impl Spans<'_> {
+    fn err(&self, span: std::ops::Range<usize>, msg: String) -> anyhow::Error {
+        let (l, c) = line_col(self.text, span.start);
+        anyhow::anyhow!("{}:{l}:{c}: {msg}", self.path)
+    }
+}
+
 impl Matrix {
     /// Parses and validates; errors name the file, line and what was expected.
     pub fn parse(path: &str, text: &str) -> Result<Matrix> {
@@ -418,14 +431,25 @@ impl Matrix {
         Ok(m)
     }
 
+    /// Checks what serde cannot: names that refer to other tables, ranges,
+    /// patterns. The first problem found is the error.
     fn validate(&self, path: &str, text: &str) -> Result<()> {
-        let err = |span: std::ops::Range<usize>, msg: String| -> anyhow::Error {
-            let (l, c) = line_col(text, span.start);
-            anyhow::anyhow!("{path}:{l}:{c}: {msg}")
-        };
+        let at = Spans { path, text };
+        self.validate_run(&at)?;
+        self.validate_kernels(&at)?;
+        self.validate_configs(&at)?;
+        self.validate_tests(&at)?;
+        self.validate_expectations(&at)?;
+        self.validate_comparisons(&at)?;
+        Ok(())
+    }
+
+    /// [run]: the arches, configs and tests it names, and its numbers.
+    fn validate_run(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for a in &self.run.arches {
             if Arch::parse(a.get_ref()).is_none() {
-                return Err(err(
+                return Err(at.err(
                     a.span(),
                     format!(
                         "unknown arch `{}`, expected one of {:?}",
@@ -437,7 +461,7 @@ impl Matrix {
         }
         for c in &self.run.configs {
             if !self.config.contains_key(c.get_ref()) {
-                return Err(err(
+                return Err(at.err(
                     c.span(),
                     format!(
                         "config `{}` is not defined in a [config.{}] table",
@@ -449,7 +473,7 @@ impl Matrix {
         }
         for t in &self.run.tests {
             if !self.test.contains_key(t.get_ref()) {
-                return Err(err(
+                return Err(at.err(
                     t.span(),
                     format!(
                         "test `{}` is not defined in a [test.{}] table",
@@ -485,13 +509,19 @@ impl Matrix {
                 self.run.memory_mb
             );
         }
+        Ok(())
+    }
+
+    /// [kernel.*]: names, the series and configs they name, their sources.
+    fn validate_kernels(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for (name, k) in &self.kernel {
             if name.contains('/') || name == "base" {
                 bail!("{path}: kernel name `{name}` may not contain `/` or be `base`");
             }
             for s in &k.series {
                 if !self.series.contains_key(s.get_ref()) {
-                    return Err(err(
+                    return Err(at.err(
                         s.span(),
                         format!(
                             "series `{}` is not defined in a [series.\"{}\"] table",
@@ -505,7 +535,7 @@ impl Matrix {
                 if !k.series.iter().any(|s| s.get_ref() == from.get_ref())
                     && from.get_ref() != "base"
                 {
-                    return Err(err(
+                    return Err(at.err(
                         from.span(),
                         format!(
                             "selftests_from = `{}`: expected `base` or one of this kernel's series",
@@ -516,7 +546,7 @@ impl Matrix {
             }
             for c in &k.configs {
                 if !self.config.contains_key(c.get_ref()) {
-                    return Err(err(
+                    return Err(at.err(
                         c.span(),
                         format!(
                             "config `{}` is not defined in a [config.{}] table",
@@ -528,20 +558,26 @@ impl Matrix {
             }
             if let SourceSpec::Debian(pkg) = k.source.get_ref() {
                 if !pkg.starts_with("linux-source-") {
-                    return Err(err(
+                    return Err(at.err(
                         k.source.span(),
                         format!("debian source `{pkg}`: expected a linux-source-X.Y package"),
                     ));
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [config.*]: smp, the tests and arch fragments they name.
+    fn validate_configs(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for (name, c) in &self.config {
             if let Some(smp) = c.smp.filter(|s| *s == 0 || *s > 512) {
                 bail!("{path}: [config.{name}] smp = {smp} is out of range, expected 1..=512");
             }
             for t in c.tests.iter().flatten() {
                 if !self.test.contains_key(t.get_ref()) {
-                    return Err(err(
+                    return Err(at.err(
                         t.span(),
                         format!(
                             "config.{name}.tests: test `{}` is not defined in a [test.{}] table",
@@ -553,7 +589,7 @@ impl Matrix {
             }
             for a in c.arch_fragments.keys() {
                 if Arch::parse(a.get_ref()).is_none() {
-                    return Err(err(
+                    return Err(at.err(
                         a.span(),
                         format!(
                             "config.{name}.arch_fragments: unknown arch `{}`, expected one of {:?}",
@@ -564,6 +600,12 @@ impl Matrix {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [test.*]: what each kind needs, Kconfig symbols, boots, config lines.
+    fn validate_tests(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for (name, t) in &self.test {
             match t.kind {
                 TestKind::Kselftest if t.dir.is_none() || t.sources.is_empty() => {
@@ -598,7 +640,7 @@ impl Matrix {
             }
             for line in &t.config {
                 if parse_config_line(line.get_ref()).is_none() {
-                    return Err(err(
+                    return Err(at.err(
                         line.span(),
                         format!(
                             "`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`",
@@ -608,9 +650,15 @@ impl Matrix {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [[expect]] and [[known]]: tests, cell patterns, splat regexes.
+    fn validate_expectations(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for e in &self.expect {
             if !self.test.contains_key(e.test.get_ref()) {
-                return Err(err(
+                return Err(at.err(
                     e.test.span(),
                     format!("expect: unknown test `{}`", e.test.get_ref()),
                 ));
@@ -627,6 +675,12 @@ impl Matrix {
                 bail!("{path}: known.splat `{}`: not a regex: {e}", k.splat);
             }
         }
+        Ok(())
+    }
+
+    /// [[across]], [[within]] and [metric.*]: what is compared, and how.
+    fn validate_comparisons(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for a in &self.across {
             for c in [&a.base_config, &a.new_config] {
                 if !self.config.contains_key(c) {
@@ -800,7 +854,9 @@ impl Matrix {
 
     /// The quantile comparisons of this metric use (0.5 unless declared).
     pub fn metric_quantile(&self, name: &str) -> f64 {
-        self.metric_decl(name).and_then(|m| m.quantile).unwrap_or(0.5)
+        self.metric_decl(name)
+            .and_then(|m| m.quantile)
+            .unwrap_or(0.5)
     }
 
     /// The test of `cell` that measured `metric`: the one whose name and a
@@ -808,7 +864,11 @@ impl Matrix {
     pub fn metric_test<'c>(&self, cell: &'c Cell, metric: &str) -> Option<&'c str> {
         cell.tests
             .iter()
-            .filter(|t| metric.strip_prefix(t.as_str()).is_some_and(|r| r.starts_with('.')))
+            .filter(|t| {
+                metric
+                    .strip_prefix(t.as_str())
+                    .is_some_and(|r| r.starts_with('.'))
+            })
             .max_by_key(|t| t.len())
             .map(String::as_str)
     }
@@ -1021,22 +1081,41 @@ reason = "r"
             e.starts_with("matrix.toml:18:") && e.contains("unknown variant `unit`"),
             "{e}"
         );
-        let e = parse_err(&GOOD.replace("tests = [\"t1\"]", "tests = [\"t1\"]\nboots = 6\nmax_boots = 4"));
+        let e = parse_err(&GOOD.replace(
+            "tests = [\"t1\"]",
+            "tests = [\"t1\"]\nboots = 6\nmax_boots = 4",
+        ));
         assert!(
             e.contains("run.max_boots = 4 is out of range, expected run.boots (6)..=50"),
             "{e}"
         );
         // A split must name another metric than the pair's, and a number.
         let within = |split: &str| {
-            format!("{GOOD}\n[[within]]\nbase = \"b.default.\"\nnew = \"b.sync.\"\nsplit = {split}\n")
+            format!(
+                "{GOOD}\n[[within]]\nbase = \"b.default.\"\nnew = \"b.sync.\"\nsplit = {split}\n"
+            )
         };
         let e = parse_err(&within("{ metric = \"b.sync.unpinned\", at = 20.0 }"));
-        assert!(e.contains("[within.split] metric `b.sync.unpinned` is one of the pair's own metrics"), "{e}");
+        assert!(
+            e.contains("[within.split] metric `b.sync.unpinned` is one of the pair's own metrics"),
+            "{e}"
+        );
         let e = parse_err(&within("{ metric = \"b.host.gap\", at = nan }"));
-        assert!(e.contains("b.sync. vs b.default.: [within.split] needs a metric name and a finite `at`"), "{e}");
-        let e = parse_err(&within("{ metric = \"b.host.gap\", at = 20.0, below = true }"));
+        assert!(
+            e.contains(
+                "b.sync. vs b.default.: [within.split] needs a metric name and a finite `at`"
+            ),
+            "{e}"
+        );
+        let e = parse_err(&within(
+            "{ metric = \"b.host.gap\", at = 20.0, below = true }",
+        ));
         assert!(e.contains("unknown field `below`"), "{e}");
-        assert!(Matrix::parse("matrix.toml", &within("{ metric = \"b.host.gap\", at = 20.0 }")).is_ok());
+        assert!(Matrix::parse(
+            "matrix.toml",
+            &within("{ metric = \"b.host.gap\", at = 20.0 }")
+        )
+        .is_ok());
         let e = parse_err(&GOOD.replace("outcome = \"fail\"", "outcome = 3"));
         assert!(
             e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"),
@@ -1080,11 +1159,18 @@ reason = "r"
         let e = parse_err(&text.replace("min_effect_pct = 2.0", "min_effect_pct = -1.0"));
         assert!(e.contains("min_effect_pct = -1"), "{e}");
         assert_eq!(m.metric_quantile("b.x.y"), 0.5);
-        let q = Matrix::parse("m.toml", &text.replace("target_ci_pct = 3.0", "quantile = 0.1")).unwrap();
+        let q = Matrix::parse(
+            "m.toml",
+            &text.replace("target_ci_pct = 3.0", "quantile = 0.1"),
+        )
+        .unwrap();
         assert_eq!(q.metric_quantile("b.x.y"), 0.1);
         assert_eq!(q.metric_quantile("b.z"), 0.5);
         let e = parse_err(&text.replace("target_ci_pct = 3.0", "quantile = 1.0"));
-        assert!(e.contains("[metric.b.x] quantile = 1 must be in (0, 1)"), "{e}");
+        assert!(
+            e.contains("[metric.b.x] quantile = 1 must be in (0, 1)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1124,7 +1210,10 @@ reason = "r"
         // The default matrix's boots, so what it detects is the default's.
         let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml");
         let d = Matrix::parse(default, &std::fs::read_to_string(default).unwrap()).unwrap();
-        assert_eq!((m.run.boots, m.run.max_boots), (d.run.boots, d.run.max_boots));
+        assert_eq!(
+            (m.run.boots, m.run.max_boots),
+            (d.run.boots, d.run.max_boots)
+        );
         for (name, spec) in &m.series {
             let patches =
                 crate::plan::series::files(name, &std::path::Path::new(root).join(&spec.dir))
@@ -1161,7 +1250,15 @@ reason = "r"
         // stop after 3, the correctness tests after 1. A wide cell (only
         // mm_cid) stops when mm_cid does; --boots 2 caps everything.
         let cell = |variant: &str, config: &str| {
-            cells.iter().find(|c| c.kernel == "6.12" && c.variant == variant && c.config == config && c.arch == Arch::X86_64).unwrap()
+            cells
+                .iter()
+                .find(|c| {
+                    c.kernel == "6.12"
+                        && c.variant == variant
+                        && c.config == config
+                        && c.arch == Arch::X86_64
+                })
+                .unwrap()
         };
         let run_boots = m.run.boots;
         assert!(run_boots > 3);
@@ -1177,7 +1274,10 @@ reason = "r"
         // boot: seccomp_notify, not rseq (first 3) nor rseq_own's metrics
         // under the rseq prefix.
         let tiny = cell("base", "tiny");
-        assert_eq!(m.metric_test(tiny, "rseq_own.cpu_id.rseq"), Some("rseq_own"));
+        assert_eq!(
+            m.metric_test(tiny, "rseq_own.cpu_id.rseq"),
+            Some("rseq_own")
+        );
         assert_eq!(m.metric_test(tiny, "rseq.cpu_id.rseq"), Some("rseq"));
         assert_eq!(m.metric_test(tiny, "seccomp_notifyx.a"), None);
         assert!(m.measured_in_boot(tiny, "seccomp_notify.default.unpinned", 7));
