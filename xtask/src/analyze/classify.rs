@@ -120,30 +120,81 @@ pub fn is_fatal(s: &Splat) -> bool {
 pub fn classify(b: &BootInput) -> Classified {
     let session = guestlog::parse(b.results);
     let splats = console::scan(b.console);
-    let mut evidence = Vec::new();
-    let mut guest_s = 0.0;
-    if let (Some(start), Some(end)) = (
+    let qemu_failure = b.exit.qemu_failed();
+    let fate = Fate {
+        splats: &splats,
+        // The guest finished on its own: it survived whatever it printed.
+        died: splats.iter().any(is_fatal) && !session.done,
+        done: session.done,
+        qemu_failed: qemu_failure.is_some(),
+        timed_out: b.exit.timed_out,
+    };
+    let mut evidence = splat_evidence(b, &fate);
+    let (tests, metrics) = judge_tests(b, &session, &fate);
+    let outcome = boot_outcome(
+        b,
+        &session,
+        &fate,
+        &tests,
+        qemu_failure.as_deref(),
+        &mut evidence,
+    );
+    Classified {
+        outcome,
+        tests,
+        metrics,
+        evidence,
+        guest_s: guest_seconds(&session),
+        guest_reported: session.began,
+        guest: session.began.then(|| GuestInfo {
+            kernel: session.kernel.clone(),
+            nproc: session.nproc,
+            possible: session.possible.clone(),
+            online: session.online.clone(),
+        }),
+        qemu_failure,
+    }
+}
+
+/// What the boot as a whole says, which every test's verdict may depend on.
+struct Fate<'a> {
+    splats: &'a [Splat],
+    /// A fatal splat, and the guest did not finish.
+    died: bool,
+    /// The guest's init reported DONE.
+    done: bool,
+    qemu_failed: bool,
+    /// The cell budget ran out (QEMU killed by the harness).
+    timed_out: bool,
+}
+
+/// From the guest's first report to DONE (or the last test's end).
+fn guest_seconds(session: &guestlog::Session) -> f64 {
+    match (
         session.begin_uptime,
         session
             .done_uptime
             .or_else(|| session.tests.last().and_then(|t| t.end_uptime)),
     ) {
-        guest_s = end - start;
+        (Some(start), Some(end)) => end - start,
+        _ => 0.0,
     }
-    let fatal: Option<&Splat> = splats.iter().find(|s| is_fatal(s));
-    let qemu_failure = b.exit.qemu_failed();
-    // The guest finished on its own: it survived whatever it printed.
-    let died = fatal.is_some() && !session.done;
-    for s in &splats {
+}
+
+/// One piece of evidence per splat (what it was, when, whether the kernel
+/// went on), and one for a truncated console.
+fn splat_evidence(b: &BootInput, fate: &Fate) -> Vec<Evidence> {
+    let mut evidence = Vec::new();
+    for s in fate.splats {
         let during = s
             .during_test
             .as_deref()
             .map_or("during boot or between tests".to_string(), |t| {
                 format!("while test {t} ran")
             });
-        let fate = if is_fatal(s) && !session.done {
+        let verdict = if is_fatal(s) && !fate.done {
             "fatal"
-        } else if died {
+        } else if fate.died {
             // E.g. a hung task report, then the panic it led to
             // (hung_task_panic) or another splat's.
             "not fatal by itself"
@@ -153,7 +204,7 @@ pub fn classify(b: &BootInput) -> Classified {
         evidence.push(Evidence::new(
             EvidenceKind::Splat,
             format!(
-                "{:?} at console line {} {during} ({fate}): {}",
+                "{:?} at console line {} {during} ({verdict}): {}",
                 s.kind, s.line, s.headline
             ),
             s.excerpt.clone(),
@@ -171,8 +222,16 @@ pub fn classify(b: &BootInput) -> Classified {
             Some(b.console_log.to_path_buf()),
         ));
     }
+    evidence
+}
 
-    // Tests, in the order the guest ran them.
+/// Tests, in the order the guest ran them, and the metrics they reported
+/// (samples of one name from several tests are pooled).
+fn judge_tests(
+    b: &BootInput,
+    session: &guestlog::Session,
+    fate: &Fate,
+) -> (Vec<TestResult>, Vec<Metric>) {
     let mut tests = Vec::new();
     let mut metrics: Vec<Metric> = Vec::new();
     let mut reached_end = true;
@@ -193,99 +252,139 @@ pub fn classify(b: &BootInput) -> Classified {
             });
             continue;
         };
-        let got = kinds::of(*kind).interpret(tname, &block.output, b.decls);
-        let mut t = TestResult {
-            name: tname.clone(),
-            outcome: Outcome::Pass,
-            reason: None,
-            duration_s: block.duration(),
-            cases: got.cases,
-            failed_by_cases: false,
-        };
-        for m in got.metrics {
+        let mut got = kinds::of(*kind).interpret(tname, &block.output, b.decls);
+        for m in std::mem::take(&mut got.metrics) {
             match metrics.iter_mut().find(|x| x.name == m.name) {
                 Some(x) => x.samples.extend(m.samples),
                 None => metrics.push(m),
             }
         }
-        if let Some(why) = got.incomplete {
-            t.outcome = Outcome::Fail;
-            t.reason = Some(why);
-        } else if t.cases.iter().any(|c| c.outcome == Outcome::Fail) {
-            t.outcome = Outcome::Fail;
-            let n = t
-                .cases
-                .iter()
-                .filter(|c| c.outcome == Outcome::Fail)
-                .count();
-            t.reason = Some(format!("{n} of {} cases failed", t.cases.len()));
-            t.failed_by_cases = true;
+        if block.rc.is_none() {
+            reached_end = false;
         }
-        if !got.errors.is_empty() {
+        tests.push(judge_test(tname, block, got, fate));
+    }
+    (tests, metrics)
+}
+
+/// One test that ran: what its output says, then how it ended, then a
+/// splat the kernel printed while it ran.
+fn judge_test(
+    tname: &str,
+    block: &guestlog::Block,
+    got: kinds::Interpreted,
+    fate: &Fate,
+) -> TestResult {
+    let mut t = TestResult {
+        name: tname.to_string(),
+        outcome: Outcome::Pass,
+        reason: None,
+        duration_s: block.duration(),
+        cases: got.cases,
+        failed_by_cases: false,
+    };
+    if let Some(why) = got.incomplete {
+        t.outcome = Outcome::Fail;
+        t.reason = Some(why);
+    } else if t.cases.iter().any(|c| c.outcome == Outcome::Fail) {
+        t.outcome = Outcome::Fail;
+        let n = t
+            .cases
+            .iter()
+            .filter(|c| c.outcome == Outcome::Fail)
+            .count();
+        t.reason = Some(format!("{n} of {} cases failed", t.cases.len()));
+        t.failed_by_cases = true;
+    }
+    if !got.errors.is_empty() {
+        t.outcome = Outcome::Fail;
+        t.reason = Some(got.errors.join(" | "));
+        t.failed_by_cases = false;
+    }
+    judge_end(&mut t, block, fate);
+    // A splat the kernel survived fails the test that was running.
+    if t.outcome == Outcome::Pass {
+        if let Some(s) = fate
+            .splats
+            .iter()
+            .find(|s| s.during_test.as_deref() == Some(tname))
+        {
             t.outcome = Outcome::Fail;
-            t.reason = Some(got.errors.join(" | "));
+            t.reason = Some(format!(
+                "kernel {:?} while it ran (console line {}): {}",
+                s.kind, s.line, s.headline
+            ));
+        }
+    }
+    t
+}
+
+/// How the test's program ended: not at all (the guest stopped while it
+/// ran), by its own timeout, by a signal, or with a non-zero status.
+fn judge_end(t: &mut TestResult, block: &guestlog::Block, fate: &Fate) {
+    match block.rc {
+        None => {
+            t.outcome = if fate.qemu_failed {
+                Outcome::InfraError
+            } else if fate.died {
+                Outcome::Crash
+            } else if fate.timed_out {
+                Outcome::Timeout
+            } else {
+                Outcome::Fail
+            };
+            t.reason = Some(format!(
+                "the guest stopped while this test ran; its output so far: {} bytes",
+                block.output.len()
+            ));
             t.failed_by_cases = false;
         }
-        match block.rc {
-            None => {
-                reached_end = false;
-                t.outcome = if qemu_failure.is_some() {
-                    Outcome::InfraError
-                } else if died {
-                    Outcome::Crash
-                } else if b.exit.timed_out {
-                    Outcome::Timeout
-                } else {
-                    Outcome::Fail
-                };
-                t.reason = Some(format!(
-                    "the guest stopped while this test ran; its output so far: {} bytes",
-                    block.output.len()
-                ));
-                t.failed_by_cases = false;
-            }
-            Some(_) if block.timed_out() => {
-                t.outcome = Outcome::Timeout;
-                t.reason = Some(format!(
-                    "killed after its {} s timeout; output so far: {}",
-                    block.timeout_s.unwrap_or(0.0),
-                    tail(&block.output, 5)
-                ));
-                t.failed_by_cases = false;
-            }
-            Some(rc) if rc > 128 => {
-                t.outcome = Outcome::Fail;
-                t.reason = Some(format!(
-                    "killed by signal {} ({}); last output: {}",
-                    rc - 128,
-                    signal_name(rc - 128),
-                    tail(&block.output, 5)
-                ));
-                t.failed_by_cases = false;
-            }
-            Some(rc) if rc != 0 && t.outcome == Outcome::Pass => {
-                t.outcome = Outcome::Fail;
-                t.reason = Some(format!("exit status {rc}"));
-            }
-            _ => {}
+        Some(_) if block.timed_out() => {
+            t.outcome = Outcome::Timeout;
+            t.reason = Some(format!(
+                "killed after its {} s timeout; output so far: {}",
+                block.timeout_s.unwrap_or(0.0),
+                tail(&block.output, 5)
+            ));
+            t.failed_by_cases = false;
         }
-        // A splat the kernel survived fails the test that was running.
-        if t.outcome == Outcome::Pass {
-            if let Some(s) = splats
-                .iter()
-                .find(|s| s.during_test.as_deref() == Some(tname.as_str()))
-            {
-                t.outcome = Outcome::Fail;
-                t.reason = Some(format!(
-                    "kernel {:?} while it ran (console line {}): {}",
-                    s.kind, s.line, s.headline
-                ));
-            }
+        Some(rc) if rc > 128 => {
+            t.outcome = Outcome::Fail;
+            t.reason = Some(format!(
+                "killed by signal {} ({}); last output: {}",
+                rc - 128,
+                signal_name(rc - 128),
+                tail(&block.output, 5)
+            ));
+            t.failed_by_cases = false;
         }
-        tests.push(t);
+        Some(rc) if rc != 0 && t.outcome == Outcome::Pass => {
+            t.outcome = Outcome::Fail;
+            t.reason = Some(format!("exit status {rc}"));
+        }
+        _ => {}
     }
+}
 
-    let outcome = if let Some(how) = &qemu_failure {
+/// The boot's outcome, worst first (see the module doc), with the evidence
+/// that says why.
+fn boot_outcome(
+    b: &BootInput,
+    session: &guestlog::Session,
+    fate: &Fate,
+    tests: &[TestResult],
+    qemu_failure: Option<&str>,
+    evidence: &mut Vec<Evidence>,
+) -> Outcome {
+    let guest = |what: String, excerpt: String| {
+        Evidence::new(
+            EvidenceKind::Guest,
+            what,
+            excerpt,
+            Some(b.console_log.to_path_buf()),
+        )
+    };
+    if let Some(how) = qemu_failure {
         let when = if session.began {
             "after the guest began reporting"
         } else {
@@ -302,16 +401,14 @@ pub fn classify(b: &BootInput) -> Classified {
             Some(b.console_log.to_path_buf()),
         ));
         Outcome::InfraError
-    } else if died || b.exit.stopped_at.is_some() {
+    } else if fate.died || b.exit.stopped_at.is_some() {
         if let Some(line) = &b.exit.stopped_at {
-            evidence.push(Evidence::new(
-                EvidenceKind::Guest,
+            evidence.push(guest(
                 format!(
                     "QEMU stopped by the harness after {:.0} s at the kernel's \"{line}\": the task that oopsed never exits, so its test would wait for its timeout",
                     b.exit.elapsed_s
                 ),
                 tail(b.console, 25),
-                Some(b.console_log.to_path_buf()),
             ));
         }
         Outcome::Crash
@@ -321,48 +418,32 @@ pub fn classify(b: &BootInput) -> Classified {
             .iter()
             .find(|x| x.rc.is_none())
             .map(|x| x.name.clone());
-        let what = format!(
-            "QEMU killed after the {:.0} s cell budget{}",
-            b.exit.elapsed_s,
-            running.map_or(String::new(), |t| format!(" while test {t} ran"))
-        );
-        evidence.push(Evidence::new(
-            EvidenceKind::Guest,
-            what,
+        evidence.push(guest(
+            format!(
+                "QEMU killed after the {:.0} s cell budget{}",
+                b.exit.elapsed_s,
+                running.map_or(String::new(), |t| format!(" while test {t} ran"))
+            ),
             tail(b.console, 25),
-            Some(b.console_log.to_path_buf()),
         ));
         Outcome::Timeout
     } else if !session.began {
-        evidence.push(Evidence::new(EvidenceKind::Guest, "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)", tail(b.console, 25), Some(b.console_log.to_path_buf())));
-        Outcome::Crash
-    } else if !session.done {
-        evidence.push(Evidence::new(
-            EvidenceKind::Guest,
-            "the guest ended before its init reported DONE",
+        evidence.push(guest(
+            "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)"
+                .into(),
             tail(b.console, 25),
-            Some(b.console_log.to_path_buf()),
         ));
         Outcome::Crash
-    } else if !splats.is_empty() || tests.iter().any(|t| t.outcome != Outcome::Pass) {
+    } else if !session.done {
+        evidence.push(guest(
+            "the guest ended before its init reported DONE".into(),
+            tail(b.console, 25),
+        ));
+        Outcome::Crash
+    } else if !fate.splats.is_empty() || tests.iter().any(|t| t.outcome != Outcome::Pass) {
         Outcome::Fail
     } else {
         Outcome::Pass
-    };
-    Classified {
-        outcome,
-        tests,
-        metrics,
-        evidence,
-        guest_s,
-        guest_reported: session.began,
-        guest: session.began.then(|| GuestInfo {
-            kernel: session.kernel.clone(),
-            nproc: session.nproc,
-            possible: session.possible.clone(),
-            online: session.online.clone(),
-        }),
-        qemu_failure,
     }
 }
 
@@ -616,7 +697,10 @@ mod tests {
     #[test]
     fn crash_a_hung_task_report_and_the_panic_it_led_to() {
         let t = tests(&[("hungtask", TestKind::Bench), ("after", TestKind::Shell)]);
-        let exit = QemuEnd { elapsed_s: 5.0, ..clean_exit() };
+        let exit = QemuEnd {
+            elapsed_s: 5.0,
+            ..clean_exit()
+        };
         let c = run(
             &t,
             &exit,
@@ -633,7 +717,11 @@ mod tests {
                 && what[0].contains("while test hungtask ran (not fatal by itself): INFO: task hungtask:50 blocked for more than 2 seconds."),
             "{what:?}"
         );
-        assert!(c.evidence[0].excerpt.contains("state:D"), "{}", c.evidence[0].excerpt);
+        assert!(
+            c.evidence[0].excerpt.contains("state:D"),
+            "{}",
+            c.evidence[0].excerpt
+        );
         assert!(
             what[1].starts_with("Panic at console line")
                 && what[1].ends_with("while test hungtask ran (fatal): Kernel panic - not syncing: hung_task: blocked tasks"),
@@ -660,7 +748,12 @@ mod tests {
             ..clean_exit()
         };
         let t = tests(&[("deadtask", TestKind::Bench), ("after", TestKind::Shell)]);
-        let c = run(&t, &exit, &console, &fixture("results-x86_64-recursive-fault.log"));
+        let c = run(
+            &t,
+            &exit,
+            &console,
+            &fixture("results-x86_64-recursive-fault.log"),
+        );
         // Not QEMU's failure (the harness killed it), not a timeout.
         assert_eq!(c.outcome, Outcome::Crash);
         assert!(c.qemu_failure.is_none());
@@ -668,7 +761,8 @@ mod tests {
         assert_eq!(c.tests[1].outcome, Outcome::Skip);
         let what: Vec<&str> = c.evidence.iter().map(|e| e.what.as_str()).collect();
         assert!(
-            what[0].contains("NULL pointer dereference") && what[0].contains("while test deadtask ran"),
+            what[0].contains("NULL pointer dereference")
+                && what[0].contains("while test deadtask ran"),
             "{what:?}"
         );
         assert!(
@@ -677,7 +771,10 @@ mod tests {
         );
         // The same exit without the marker is QEMU killed by a signal it
         // was not sent by a timeout: its own failure.
-        let killed = QemuEnd { stopped_at: None, ..exit };
+        let killed = QemuEnd {
+            stopped_at: None,
+            ..exit
+        };
         assert!(killed.qemu_failed().is_some());
     }
 
