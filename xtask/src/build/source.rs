@@ -161,7 +161,7 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
             let version = pkg.trim_start_matches("linux-source-");
             let tarball = PathBuf::from(format!("/usr/src/linux-source-{version}.tar.xz"));
             if !tarball.exists() {
-                crate::host::setup::ensure(&[pkg.clone()])?;
+                crate::host::setup::ensure(std::slice::from_ref(pkg))?;
             }
             import_tarball(&tarball, cache, log)
         }
@@ -1090,8 +1090,7 @@ mod tests {
         let e = trees
             .variant_commit(Some(&broken), &mut |_| {})
             .unwrap()
-            .err()
-            .expect("must not apply");
+            .expect_err("must not apply");
         assert!(e.patch.ends_with("0001-k.patch"), "{}", e.patch.display());
         assert!(e.detail.contains("kernel/seccomp.c"), "{}", e.detail);
         drop(cache);

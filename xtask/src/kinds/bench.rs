@@ -290,7 +290,11 @@ mod tests {
         let share = metric(&i, "seccomp_notify.host.disturbed_share");
         assert_eq!((share.unit.as_str(), share.samples.len()), ("%", 1));
         let expect = 100.0 * aside as f64 / (kept + aside) as f64;
-        assert!((share.samples[0] - expect).abs() < 0.05, "{} vs {expect}", share.samples[0]);
+        assert!(
+            (share.samples[0] - expect).abs() < 0.05,
+            "{} vs {expect}",
+            share.samples[0]
+        );
         let speed = metric(&i, "seccomp_notify.host.check_speed");
         assert_eq!((speed.unit.as_str(), speed.samples.len()), ("iter/us", 1));
         // Same-CPU round trips are pure CPU work for the guest: the ones

@@ -181,7 +181,16 @@ mod tests {
     #[test]
     fn accelerators_as_qemu_names_them() {
         assert_eq!(Accel::Kvm.qemu_arg(), "kvm");
-        assert_eq!(Accel::Tcg { multi_thread: true }.qemu_arg(), "tcg,thread=multi");
-        assert_eq!(Accel::Tcg { multi_thread: false }.qemu_arg(), "tcg,thread=single");
+        assert_eq!(
+            Accel::Tcg { multi_thread: true }.qemu_arg(),
+            "tcg,thread=multi"
+        );
+        assert_eq!(
+            Accel::Tcg {
+                multi_thread: false
+            }
+            .qemu_arg(),
+            "tcg,thread=single"
+        );
     }
 }

@@ -705,7 +705,8 @@ impl Matrix {
             }
         }
         for (name, m) in &self.metric {
-            if !(m.min_effect_pct >= 0.0) {
+            // NaN is refused too.
+            if m.min_effect_pct.is_nan() || m.min_effect_pct < 0.0 {
                 bail!(
                     "{path}: [metric.{name}] min_effect_pct = {} must be a percentage >= 0",
                     m.min_effect_pct

@@ -51,11 +51,15 @@ mod tests {
             files("s", &d).unwrap(),
             [d.join("0001-a.patch"), d.join("0002-b.patch")]
         );
-        std::fs::write(d.join("series"), "# quilt order
+        std::fs::write(
+            d.join("series"),
+            "# quilt order
 0002-b.patch
 
   0001-a.patch 
-").unwrap();
+",
+        )
+        .unwrap();
         assert_eq!(
             files("s", &d).unwrap(),
             [d.join("0002-b.patch"), d.join("0001-a.patch")]
