@@ -30,11 +30,15 @@ pub mod limit {
     pub const TOOLS: u64 = 900;
 
     pub fn scaled(secs: u64) -> Duration {
-        let f: f64 = std::env::var("KMATRIX_STEP_TIMEOUT_SCALE")
+        Duration::from_secs_f64((secs as f64 * step_timeout_scale()).max(0.1))
+    }
+
+    /// `KMATRIX_STEP_TIMEOUT_SCALE`, 1 when unset or not a number.
+    fn step_timeout_scale() -> f64 {
+        std::env::var("KMATRIX_STEP_TIMEOUT_SCALE")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(1.0);
-        Duration::from_secs_f64((secs as f64 * f).max(0.1))
+            .unwrap_or(1.0)
     }
 }
 
