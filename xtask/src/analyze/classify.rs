@@ -118,22 +118,22 @@ pub fn is_fatal(s: &Splat) -> bool {
 }
 
 pub fn classify(b: &BootInput) -> Classified {
-    let session = guestlog::parse(b.results);
+    let channel = guestlog::parse(b.results);
     let splats = console::scan(b.console);
     let qemu_failure = b.exit.qemu_failed();
     let fate = Fate {
         splats: &splats,
         // The guest finished on its own: it survived whatever it printed.
-        died: splats.iter().any(is_fatal) && !session.done,
-        done: session.done,
+        died: splats.iter().any(is_fatal) && !channel.done,
+        done: channel.done,
         qemu_failed: qemu_failure.is_some(),
         timed_out: b.exit.timed_out,
     };
     let mut evidence = splat_evidence(b, &fate);
-    let (tests, metrics) = judge_tests(b, &session, &fate);
+    let (tests, metrics) = judge_tests(b, &channel, &fate);
     let outcome = boot_outcome(
         b,
-        &session,
+        &channel,
         &fate,
         &tests,
         qemu_failure.as_deref(),
@@ -144,13 +144,13 @@ pub fn classify(b: &BootInput) -> Classified {
         tests,
         metrics,
         evidence,
-        guest_s: guest_seconds(&session),
-        guest_reported: session.began,
-        guest: session.began.then(|| GuestInfo {
-            kernel: session.kernel.clone(),
-            nproc: session.nproc,
-            possible: session.possible.clone(),
-            online: session.online.clone(),
+        guest_s: guest_seconds(&channel),
+        guest_reported: channel.began,
+        guest: channel.began.then(|| GuestInfo {
+            kernel: channel.kernel.clone(),
+            nproc: channel.nproc,
+            possible: channel.possible.clone(),
+            online: channel.online.clone(),
         }),
         qemu_failure,
     }
@@ -169,12 +169,12 @@ struct Fate<'a> {
 }
 
 /// From the guest's first report to DONE (or the last test's end).
-fn guest_seconds(session: &guestlog::Session) -> f64 {
+fn guest_seconds(channel: &guestlog::Session) -> f64 {
     match (
-        session.begin_uptime,
-        session
+        channel.begin_uptime,
+        channel
             .done_uptime
-            .or_else(|| session.tests.last().and_then(|t| t.end_uptime)),
+            .or_else(|| channel.tests.last().and_then(|t| t.end_uptime)),
     ) {
         (Some(start), Some(end)) => end - start,
         _ => 0.0,
@@ -229,15 +229,15 @@ fn splat_evidence(b: &BootInput, fate: &Fate) -> Vec<Evidence> {
 /// (samples of one name from several tests are pooled).
 fn judge_tests(
     b: &BootInput,
-    session: &guestlog::Session,
+    channel: &guestlog::Session,
     fate: &Fate,
 ) -> (Vec<TestResult>, Vec<Metric>) {
     let mut tests = Vec::new();
     let mut metrics: Vec<Metric> = Vec::new();
     let mut reached_end = true;
     for (tname, kind) in b.tests {
-        let Some(block) = session.tests.iter().find(|x| &x.name == tname) else {
-            let why = if !reached_end || !session.done {
+        let Some(block) = channel.tests.iter().find(|x| &x.name == tname) else {
+            let why = if !reached_end || !channel.done {
                 "not reached: the guest stopped before this test"
             } else {
                 "missing from the results channel"
@@ -370,7 +370,7 @@ fn judge_end(t: &mut TestResult, block: &guestlog::Block, fate: &Fate) {
 /// that says why.
 fn boot_outcome(
     b: &BootInput,
-    session: &guestlog::Session,
+    channel: &guestlog::Session,
     fate: &Fate,
     tests: &[TestResult],
     qemu_failure: Option<&str>,
@@ -385,7 +385,7 @@ fn boot_outcome(
         )
     };
     if let Some(how) = qemu_failure {
-        let when = if session.began {
+        let when = if channel.began {
             "after the guest began reporting"
         } else {
             "before the guest's first report"
@@ -413,7 +413,7 @@ fn boot_outcome(
         }
         Outcome::Crash
     } else if b.exit.timed_out {
-        let running = session
+        let running = channel
             .tests
             .iter()
             .find(|x| x.rc.is_none())
@@ -427,14 +427,14 @@ fn boot_outcome(
             tail(b.console, 25),
         ));
         Outcome::Timeout
-    } else if !session.began {
+    } else if !channel.began {
         evidence.push(guest(
             "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)"
                 .into(),
             tail(b.console, 25),
         ));
         Outcome::Crash
-    } else if !session.done {
+    } else if !channel.done {
         evidence.push(guest(
             "the guest ended before its init reported DONE".into(),
             tail(b.console, 25),
