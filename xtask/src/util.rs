@@ -1,4 +1,23 @@
-//! Small leaf helpers every layer may use; nothing here knows the harness.
+//! Small helpers every stage may use; depends on nothing in the crate.
+
+use std::borrow::Cow;
+
+/// The last `n` lines of `text`, joined by newlines (for error messages and
+/// evidence excerpts).
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// `s` as one POSIX shell word (shlex: bare when that is safe, else in
+/// single or double quotes). A NUL byte is kept as it is: no shell word can
+/// hold one, and refusing would lose the rest of the text.
+pub fn shell_quote(s: &str) -> Cow<'_, str> {
+    shlex::Quoter::new()
+        .allow_nul(true)
+        .quote(s)
+        .expect("with NUL allowed, shlex's quoting cannot fail")
+}
 
 /// UTC `YYYYmmdd-HHMMSS`: run directory names and log line stamps.
 pub fn timestamp() -> String {
@@ -28,5 +47,43 @@ mod tests {
         assert_eq!(stamp(t), "20240229-235959");
         let t = time::OffsetDateTime::from_unix_timestamp(0).unwrap();
         assert_eq!(stamp(t), "19700101-000000");
+    }
+
+    #[test]
+    fn shell_words_survive_a_real_shell() {
+        let words = [
+            "plain",
+            "",
+            "a b",
+            "it's",
+            "$HOME `x` \\ \"q\"",
+            "it's $HOME",
+            "!^*?[]{}~#",
+            "tab\tnew\nline",
+            "GLIBC_TUNABLES=x ./basic_test",
+        ];
+        assert_eq!(shell_quote("plain"), "plain");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "\"it's\"");
+        let line: Vec<String> = words.iter().map(|w| shell_quote(w).into_owned()).collect();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s\\0' {}", line.join(" ")))
+            .output()
+            .unwrap();
+        let got: Vec<&str> = std::str::from_utf8(&out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .collect();
+        assert_eq!(got, words);
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail("a\nb", 5), "a\nb");
+        assert_eq!(tail("", 3), "");
+        assert_eq!(tail("a\nb", 0), "");
     }
 }

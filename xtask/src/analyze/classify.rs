@@ -23,6 +23,7 @@ use crate::analyze::guestlog;
 use crate::kinds::{self, MetricDecls};
 use crate::plan::matrix::TestKind;
 use crate::schema::*;
+use crate::util::tail;
 
 /// How QEMU ended (boot::qemu::Exit without the process handles).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -117,32 +118,83 @@ pub fn is_fatal(s: &Splat) -> bool {
 }
 
 pub fn classify(b: &BootInput) -> Classified {
-    let session = guestlog::parse(b.results);
+    let channel = guestlog::parse(b.results);
     let splats = console::scan(b.console);
-    let mut evidence = Vec::new();
-    let mut guest_s = 0.0;
-    if let (Some(start), Some(end)) = (
-        session.begin_uptime,
-        session
-            .done_uptime
-            .or_else(|| session.tests.last().and_then(|t| t.end_uptime)),
-    ) {
-        guest_s = end - start;
-    }
-    let fatal: Option<&Splat> = splats.iter().find(|s| is_fatal(s));
     let qemu_failure = b.exit.qemu_failed();
-    // The guest finished on its own: it survived whatever it printed.
-    let died = fatal.is_some() && !session.done;
-    for s in &splats {
+    let fate = Fate {
+        splats: &splats,
+        // The guest finished on its own: it survived whatever it printed.
+        died: splats.iter().any(is_fatal) && !channel.done,
+        done: channel.done,
+        qemu_failed: qemu_failure.is_some(),
+        timed_out: b.exit.timed_out,
+    };
+    let mut evidence = splat_evidence(b, &fate);
+    let (tests, metrics) = judge_tests(b, &channel, &fate);
+    let outcome = boot_outcome(
+        b,
+        &channel,
+        &fate,
+        &tests,
+        qemu_failure.as_deref(),
+        &mut evidence,
+    );
+    Classified {
+        outcome,
+        tests,
+        metrics,
+        evidence,
+        guest_s: guest_seconds(&channel),
+        guest_reported: channel.began,
+        guest: channel.began.then(|| GuestInfo {
+            kernel: channel.kernel.clone(),
+            nproc: channel.nproc,
+            possible: channel.possible.clone(),
+            online: channel.online.clone(),
+        }),
+        qemu_failure,
+    }
+}
+
+/// What the boot as a whole says, which every test's verdict may depend on.
+struct Fate<'a> {
+    splats: &'a [Splat],
+    /// A fatal splat, and the guest did not finish.
+    died: bool,
+    /// The guest's init reported DONE.
+    done: bool,
+    qemu_failed: bool,
+    /// The cell budget ran out (QEMU killed by the harness).
+    timed_out: bool,
+}
+
+/// From the guest's first report to DONE (or the last test's end).
+fn guest_seconds(channel: &guestlog::Session) -> f64 {
+    match (
+        channel.begin_uptime,
+        channel
+            .done_uptime
+            .or_else(|| channel.tests.last().and_then(|t| t.end_uptime)),
+    ) {
+        (Some(start), Some(end)) => end - start,
+        _ => 0.0,
+    }
+}
+
+/// One piece of evidence per splat (what it was, when, whether the kernel
+/// went on), and one for a truncated console.
+fn splat_evidence(b: &BootInput, fate: &Fate) -> Vec<Evidence> {
+    let mut evidence = Vec::new();
+    for s in fate.splats {
         let during = s
             .during_test
             .as_deref()
             .map_or("during boot or between tests".to_string(), |t| {
                 format!("while test {t} ran")
             });
-        let fate = if is_fatal(s) && !session.done {
+        let verdict = if is_fatal(s) && !fate.done {
             "fatal"
-        } else if died {
+        } else if fate.died {
             // E.g. a hung task report, then the panic it led to
             // (hung_task_panic) or another splat's.
             "not fatal by itself"
@@ -152,7 +204,7 @@ pub fn classify(b: &BootInput) -> Classified {
         evidence.push(Evidence::new(
             EvidenceKind::Splat,
             format!(
-                "{:?} at console line {} {during} ({fate}): {}",
+                "{:?} at console line {} {during} ({verdict}): {}",
                 s.kind, s.line, s.headline
             ),
             s.excerpt.clone(),
@@ -170,14 +222,22 @@ pub fn classify(b: &BootInput) -> Classified {
             Some(b.console_log.to_path_buf()),
         ));
     }
+    evidence
+}
 
-    // Tests, in the order the guest ran them.
+/// Tests, in the order the guest ran them, and the metrics they reported
+/// (samples of one name from several tests are pooled).
+fn judge_tests(
+    b: &BootInput,
+    channel: &guestlog::Session,
+    fate: &Fate,
+) -> (Vec<TestResult>, Vec<Metric>) {
     let mut tests = Vec::new();
     let mut metrics: Vec<Metric> = Vec::new();
     let mut reached_end = true;
     for (tname, kind) in b.tests {
-        let Some(block) = session.tests.iter().find(|x| &x.name == tname) else {
-            let why = if !reached_end || !session.done {
+        let Some(block) = channel.tests.iter().find(|x| &x.name == tname) else {
+            let why = if !reached_end || !channel.done {
                 "not reached: the guest stopped before this test"
             } else {
                 "missing from the results channel"
@@ -192,100 +252,140 @@ pub fn classify(b: &BootInput) -> Classified {
             });
             continue;
         };
-        let got = kinds::of(*kind).interpret(tname, &block.output, b.decls);
-        let mut t = TestResult {
-            name: tname.clone(),
-            outcome: Outcome::Pass,
-            reason: None,
-            duration_s: block.duration(),
-            cases: got.cases,
-            failed_by_cases: false,
-        };
-        for m in got.metrics {
+        let mut got = kinds::of(*kind).interpret(tname, &block.output, b.decls);
+        for m in std::mem::take(&mut got.metrics) {
             match metrics.iter_mut().find(|x| x.name == m.name) {
                 Some(x) => x.samples.extend(m.samples),
                 None => metrics.push(m),
             }
         }
-        if let Some(why) = got.incomplete {
-            t.outcome = Outcome::Fail;
-            t.reason = Some(why);
-        } else if t.cases.iter().any(|c| c.outcome == Outcome::Fail) {
-            t.outcome = Outcome::Fail;
-            let n = t
-                .cases
-                .iter()
-                .filter(|c| c.outcome == Outcome::Fail)
-                .count();
-            t.reason = Some(format!("{n} of {} cases failed", t.cases.len()));
-            t.failed_by_cases = true;
+        if block.rc.is_none() {
+            reached_end = false;
         }
-        if !got.errors.is_empty() {
+        tests.push(judge_test(tname, block, got, fate));
+    }
+    (tests, metrics)
+}
+
+/// One test that ran: what its output says, then how it ended, then a
+/// splat the kernel printed while it ran.
+fn judge_test(
+    tname: &str,
+    block: &guestlog::Block,
+    got: kinds::Interpreted,
+    fate: &Fate,
+) -> TestResult {
+    let mut t = TestResult {
+        name: tname.to_string(),
+        outcome: Outcome::Pass,
+        reason: None,
+        duration_s: block.duration(),
+        cases: got.cases,
+        failed_by_cases: false,
+    };
+    if let Some(why) = got.incomplete {
+        t.outcome = Outcome::Fail;
+        t.reason = Some(why);
+    } else if t.cases.iter().any(|c| c.outcome == Outcome::Fail) {
+        t.outcome = Outcome::Fail;
+        let n = t
+            .cases
+            .iter()
+            .filter(|c| c.outcome == Outcome::Fail)
+            .count();
+        t.reason = Some(format!("{n} of {} cases failed", t.cases.len()));
+        t.failed_by_cases = true;
+    }
+    if !got.errors.is_empty() {
+        t.outcome = Outcome::Fail;
+        t.reason = Some(got.errors.join(" | "));
+        t.failed_by_cases = false;
+    }
+    judge_end(&mut t, block, fate);
+    // A splat the kernel survived fails the test that was running.
+    if t.outcome == Outcome::Pass {
+        if let Some(s) = fate
+            .splats
+            .iter()
+            .find(|s| s.during_test.as_deref() == Some(tname))
+        {
             t.outcome = Outcome::Fail;
-            t.reason = Some(got.errors.join(" | "));
+            t.reason = Some(format!(
+                "kernel {:?} while it ran (console line {}): {}",
+                s.kind, s.line, s.headline
+            ));
+        }
+    }
+    t
+}
+
+/// How the test's program ended: not at all (the guest stopped while it
+/// ran), by its own timeout, by a signal, or with a non-zero status.
+fn judge_end(t: &mut TestResult, block: &guestlog::Block, fate: &Fate) {
+    match block.rc {
+        None => {
+            t.outcome = if fate.qemu_failed {
+                Outcome::InfraError
+            } else if fate.died {
+                Outcome::Crash
+            } else if fate.timed_out {
+                Outcome::Timeout
+            } else {
+                Outcome::Fail
+            };
+            t.reason = Some(format!(
+                "the guest stopped while this test ran; its output so far: {} bytes",
+                block.output.len()
+            ));
             t.failed_by_cases = false;
         }
-        match block.rc {
-            None => {
-                reached_end = false;
-                t.outcome = if qemu_failure.is_some() {
-                    Outcome::InfraError
-                } else if died {
-                    Outcome::Crash
-                } else if b.exit.timed_out {
-                    Outcome::Timeout
-                } else {
-                    Outcome::Fail
-                };
-                t.reason = Some(format!(
-                    "the guest stopped while this test ran; its output so far: {} bytes",
-                    block.output.len()
-                ));
-                t.failed_by_cases = false;
-            }
-            Some(_) if block.timed_out() => {
-                t.outcome = Outcome::Timeout;
-                t.reason = Some(format!(
-                    "killed after its {} s timeout; output so far: {}",
-                    block.timeout_s.unwrap_or(0.0),
-                    console::tail(&block.output, 5)
-                ));
-                t.failed_by_cases = false;
-            }
-            Some(rc) if rc > 128 => {
-                t.outcome = Outcome::Fail;
-                t.reason = Some(format!(
-                    "killed by signal {} ({}); last output: {}",
-                    rc - 128,
-                    signal_name(rc - 128),
-                    console::tail(&block.output, 5)
-                ));
-                t.failed_by_cases = false;
-            }
-            Some(rc) if rc != 0 && t.outcome == Outcome::Pass => {
-                t.outcome = Outcome::Fail;
-                t.reason = Some(format!("exit status {rc}"));
-            }
-            _ => {}
+        Some(_) if block.timed_out() => {
+            t.outcome = Outcome::Timeout;
+            t.reason = Some(format!(
+                "killed after its {} s timeout; output so far: {}",
+                block.timeout_s.unwrap_or(0.0),
+                tail(&block.output, 5)
+            ));
+            t.failed_by_cases = false;
         }
-        // A splat the kernel survived fails the test that was running.
-        if t.outcome == Outcome::Pass {
-            if let Some(s) = splats
-                .iter()
-                .find(|s| s.during_test.as_deref() == Some(tname.as_str()))
-            {
-                t.outcome = Outcome::Fail;
-                t.reason = Some(format!(
-                    "kernel {:?} while it ran (console line {}): {}",
-                    s.kind, s.line, s.headline
-                ));
-            }
+        Some(rc) if rc > 128 => {
+            t.outcome = Outcome::Fail;
+            t.reason = Some(format!(
+                "killed by signal {} ({}); last output: {}",
+                rc - 128,
+                signal_name(rc - 128),
+                tail(&block.output, 5)
+            ));
+            t.failed_by_cases = false;
         }
-        tests.push(t);
+        Some(rc) if rc != 0 && t.outcome == Outcome::Pass => {
+            t.outcome = Outcome::Fail;
+            t.reason = Some(format!("exit status {rc}"));
+        }
+        _ => {}
     }
+}
 
-    let outcome = if let Some(how) = &qemu_failure {
-        let when = if session.began {
+/// The boot's outcome, worst first (see the module doc), with the evidence
+/// that says why.
+fn boot_outcome(
+    b: &BootInput,
+    channel: &guestlog::Session,
+    fate: &Fate,
+    tests: &[TestResult],
+    qemu_failure: Option<&str>,
+    evidence: &mut Vec<Evidence>,
+) -> Outcome {
+    let guest = |what: String, excerpt: String| {
+        Evidence::new(
+            EvidenceKind::Guest,
+            what,
+            excerpt,
+            Some(b.console_log.to_path_buf()),
+        )
+    };
+    if let Some(how) = qemu_failure {
+        let when = if channel.began {
             "after the guest began reporting"
         } else {
             "before the guest's first report"
@@ -296,72 +396,54 @@ pub fn classify(b: &BootInput) -> Classified {
             format!(
                 "{}\n--- console tail ---\n{}",
                 b.exit.stderr.trim(),
-                console::tail(b.console, 15)
+                tail(b.console, 15)
             ),
             Some(b.console_log.to_path_buf()),
         ));
         Outcome::InfraError
-    } else if died || b.exit.stopped_at.is_some() {
+    } else if fate.died || b.exit.stopped_at.is_some() {
         if let Some(line) = &b.exit.stopped_at {
-            evidence.push(Evidence::new(
-                EvidenceKind::Guest,
+            evidence.push(guest(
                 format!(
                     "QEMU stopped by the harness after {:.0} s at the kernel's \"{line}\": the task that oopsed never exits, so its test would wait for its timeout",
                     b.exit.elapsed_s
                 ),
-                console::tail(b.console, 25),
-                Some(b.console_log.to_path_buf()),
+                tail(b.console, 25),
             ));
         }
         Outcome::Crash
     } else if b.exit.timed_out {
-        let running = session
+        let running = channel
             .tests
             .iter()
             .find(|x| x.rc.is_none())
             .map(|x| x.name.clone());
-        let what = format!(
-            "QEMU killed after the {:.0} s cell budget{}",
-            b.exit.elapsed_s,
-            running.map_or(String::new(), |t| format!(" while test {t} ran"))
-        );
-        evidence.push(Evidence::new(
-            EvidenceKind::Guest,
-            what,
-            console::tail(b.console, 25),
-            Some(b.console_log.to_path_buf()),
+        evidence.push(guest(
+            format!(
+                "QEMU killed after the {:.0} s cell budget{}",
+                b.exit.elapsed_s,
+                running.map_or(String::new(), |t| format!(" while test {t} ran"))
+            ),
+            tail(b.console, 25),
         ));
         Outcome::Timeout
-    } else if !session.began {
-        evidence.push(Evidence::new(EvidenceKind::Guest, "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)", console::tail(b.console, 25), Some(b.console_log.to_path_buf())));
-        Outcome::Crash
-    } else if !session.done {
-        evidence.push(Evidence::new(
-            EvidenceKind::Guest,
-            "the guest ended before its init reported DONE",
-            console::tail(b.console, 25),
-            Some(b.console_log.to_path_buf()),
+    } else if !channel.began {
+        evidence.push(guest(
+            "the guest never reported (QEMU exited by itself: the kernel or init stopped the guest)"
+                .into(),
+            tail(b.console, 25),
         ));
         Outcome::Crash
-    } else if !splats.is_empty() || tests.iter().any(|t| t.outcome != Outcome::Pass) {
+    } else if !channel.done {
+        evidence.push(guest(
+            "the guest ended before its init reported DONE".into(),
+            tail(b.console, 25),
+        ));
+        Outcome::Crash
+    } else if !fate.splats.is_empty() || tests.iter().any(|t| t.outcome != Outcome::Pass) {
         Outcome::Fail
     } else {
         Outcome::Pass
-    };
-    Classified {
-        outcome,
-        tests,
-        metrics,
-        evidence,
-        guest_s,
-        guest_reported: session.began,
-        guest: session.began.then(|| GuestInfo {
-            kernel: session.kernel.clone(),
-            nproc: session.nproc,
-            possible: session.possible.clone(),
-            online: session.online.clone(),
-        }),
-        qemu_failure,
     }
 }
 

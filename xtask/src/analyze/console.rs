@@ -145,12 +145,6 @@ fn excerpt_end(lines: &[&str], start: usize) -> usize {
     limit
 }
 
-/// The last `n` lines of a log, for timeouts and infra errors.
-pub fn tail(log: &str, n: usize) -> String {
-    let lines: Vec<&str> = log.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

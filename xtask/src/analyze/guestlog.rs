@@ -1,10 +1,16 @@
 //! The results channel: `@@KMATRIX@@` framing written by rootfs/init, split
-//! into one block per test, plus the METRIC/SKIP lines benchmarks print.
+//! into one block per test. What a block's output means is its kind's
+//! business (kinds/).
 //!
 //! Pure: text in, blocks out. Markers are found anywhere in a line, so a test
 //! that ends without a newline cannot hide its END marker.
 
 const MARK: &str = "@@KMATRIX@@ ";
+
+/// The benchmark-line parser lives with the bench kind; this path is kept
+/// for report/'s tests.
+#[cfg(test)]
+pub use crate::kinds::bench::{bench_lines, BenchLine};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Session {
@@ -113,56 +119,6 @@ pub fn parse(text: &str) -> Session {
     s
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum BenchLine {
-    Metric {
-        name: String,
-        value: f64,
-        unit: String,
-    },
-    Skip {
-        name: String,
-        reason: String,
-    },
-    Error(String),
-}
-
-/// `METRIC name value unit` / `SKIP name reason...` / `ERROR text`.
-pub fn bench_lines(output: &str) -> Vec<BenchLine> {
-    let mut out = Vec::new();
-    for line in output.lines() {
-        let mut w = line.splitn(2, ' ');
-        match (w.next(), w.next()) {
-            (Some("METRIC"), Some(rest)) => {
-                let p: Vec<&str> = rest.split_whitespace().collect();
-                if let [name, value, unit] = p[..] {
-                    if let Ok(v) = value.parse::<f64>() {
-                        if v.is_finite() {
-                            out.push(BenchLine::Metric {
-                                name: name.into(),
-                                value: v,
-                                unit: unit.into(),
-                            });
-                            continue;
-                        }
-                    }
-                }
-                out.push(BenchLine::Error(format!("malformed METRIC line: {line}")));
-            }
-            (Some("SKIP"), Some(rest)) => {
-                let (name, reason) = rest.split_once(' ').unwrap_or((rest, ""));
-                out.push(BenchLine::Skip {
-                    name: name.into(),
-                    reason: reason.trim().into(),
-                });
-            }
-            (Some("ERROR"), rest) => out.push(BenchLine::Error(rest.unwrap_or("").into())),
-            _ => {}
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,27 +149,5 @@ mod tests {
         assert_eq!(s.tests[1].rc, None);
         assert_eq!(s.tests[1].output, "half\n");
         assert!(!s.done);
-    }
-
-    #[test]
-    fn bench_output() {
-        let l = bench_lines("header\nMETRIC seccomp_notify.default.unpinned 84.125 us/op\nSKIP seccomp_notify.sync.unpinned SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL\nMETRIC x nan us\nERROR boom\n");
-        assert_eq!(
-            l[0],
-            BenchLine::Metric {
-                name: "seccomp_notify.default.unpinned".into(),
-                value: 84.125,
-                unit: "us/op".into()
-            }
-        );
-        assert_eq!(
-            l[1],
-            BenchLine::Skip {
-                name: "seccomp_notify.sync.unpinned".into(),
-                reason: "SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL".into()
-            }
-        );
-        assert!(matches!(&l[2], BenchLine::Error(e) if e.contains("malformed")));
-        assert_eq!(l[3], BenchLine::Error("boom".into()));
     }
 }

@@ -3,4 +3,3 @@
 pub mod classify;
 pub mod console;
 pub mod guestlog;
-pub mod ktap;

@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::boot::qemu::{self, Accel, Guest};
+use crate::boot::qemu::{self, Guest};
 use crate::host::cache::KeyBuilder;
-use crate::plan::arch::Arch;
+use crate::plan::arch::{Accel, Arch};
 
 /// The chosen accelerator and a one-line reason (recorded per cell).
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +30,9 @@ pub struct Choice {
     pub accel: Accel,
     pub why: String,
 }
+
+/// What a cell falls back to.
+const TCG: Accel = Accel::Tcg { multi_thread: true };
 
 /// How long the probe waits for the kernel's first console line under KVM.
 /// A working KVM prints it in well under a second; TCG in about 2 s.
@@ -130,50 +133,31 @@ impl Chooser {
     }
 
     fn decide(&self, arch: Arch, probe_guest: impl FnOnce() -> anyhow::Result<Guest>) -> Choice {
-        let tcg = Accel::Tcg { multi_thread: true };
-        match forced() {
-            Ok(Some(a)) => {
-                return Choice {
-                    why: format!("KMATRIX_ACCEL={}", a.qemu_arg()),
-                    accel: a,
-                }
-            }
-            Ok(None) => {}
-            Err(e) => return Choice { accel: tcg, why: e },
-        }
-        if Arch::host() != Some(arch) {
-            return Choice {
-                accel: tcg,
-                why: format!("{arch} guest on a {} host", std::env::consts::ARCH),
-            };
-        }
-        let dev = kvm_device();
-        if std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&dev)
-            .is_err()
-        {
-            return Choice {
-                accel: tcg,
-                why: format!("{} is not usable", dev.display()),
-            };
-        }
         let bin = qemu::binary(arch);
         let memo = self.memo(arch, &bin);
-        if let Ok(text) = std::fs::read_to_string(&memo) {
-            if let Some((a, why)) = text.split_once('\n') {
-                let accel = if a == "kvm" { Accel::Kvm } else { tcg };
-                return Choice {
-                    accel,
-                    why: format!("{why} (probed earlier this host boot; {})", memo.display()),
-                };
-            }
+        let kvm_device = kvm_device();
+        let facts = Facts {
+            forced: forced(),
+            arch,
+            host: Arch::host(),
+            host_name: std::env::consts::ARCH,
+            kvm_usable: std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&kvm_device)
+                .is_ok(),
+            kvm_device,
+            earlier: std::fs::read_to_string(&memo)
+                .ok()
+                .map(|text| (memo.clone(), text)),
+        };
+        if let Some(c) = without_probe(&facts) {
+            return c;
         }
         let c = match probe_guest() {
             Ok(g) => probe(&bin, &g, &self.scratch),
             Err(e) => Choice {
-                accel: tcg,
+                accel: TCG,
                 why: format!("KVM probe could not be prepared: {e:#}"),
             },
         };
@@ -195,7 +179,7 @@ impl Chooser {
     /// run and (through the memo) later runs this host boot.
     pub fn give_up(&self, arch: Arch, why: &str) -> Choice {
         let c = Choice {
-            accel: Accel::Tcg { multi_thread: true },
+            accel: TCG,
             why: format!("KVM given up: {why}"),
         };
         self.decided.borrow_mut().insert(arch, c.clone());
@@ -206,10 +190,64 @@ impl Chooser {
     }
 }
 
+/// What the decision is made from, besides the probe.
+#[derive(Debug, Clone)]
+struct Facts {
+    /// `KMATRIX_ACCEL`, parsed (`forced`).
+    forced: Result<Option<Accel>, String>,
+    arch: Arch,
+    /// The guest arch this host runs natively (`Arch::host`), and the
+    /// host's own name for its arch (for the reason).
+    host: Option<Arch>,
+    host_name: &'static str,
+    /// The KVM device, and whether it opens for reading and writing.
+    kvm_device: PathBuf,
+    kvm_usable: bool,
+    /// An earlier probe's verdict this host boot: the memo and its text.
+    earlier: Option<(PathBuf, String)>,
+}
+
+/// The choice when no probe is needed: forced, a foreign arch, no usable
+/// KVM device, or an earlier verdict. None: only a probe can tell.
+fn without_probe(f: &Facts) -> Option<Choice> {
+    match &f.forced {
+        Ok(Some(a)) => {
+            return Some(Choice {
+                why: format!("KMATRIX_ACCEL={}", a.qemu_arg()),
+                accel: a.clone(),
+            })
+        }
+        Ok(None) => {}
+        Err(e) => {
+            return Some(Choice {
+                accel: TCG,
+                why: e.clone(),
+            })
+        }
+    }
+    if f.host != Some(f.arch) {
+        return Some(Choice {
+            accel: TCG,
+            why: format!("{} guest on a {} host", f.arch, f.host_name),
+        });
+    }
+    if !f.kvm_usable {
+        return Some(Choice {
+            accel: TCG,
+            why: format!("{} is not usable", f.kvm_device.display()),
+        });
+    }
+    let (memo, text) = f.earlier.as_ref()?;
+    let (a, why) = text.split_once('\n')?;
+    Some(Choice {
+        accel: if a == "kvm" { Accel::Kvm } else { TCG },
+        why: format!("{why} (probed earlier this host boot; {})", memo.display()),
+    })
+}
+
 /// Boots `g` under KVM until the kernel's first console line: KVM if it
 /// prints one and QEMU neither dies nor hangs, TCG with the reason otherwise.
 fn probe(bin: &str, g: &Guest, scratch: &Path) -> Choice {
-    let tcg = Accel::Tcg { multi_thread: true };
     let _ = std::fs::create_dir_all(scratch);
     let mut g = g.clone();
     g.accel = Accel::Kvm;
@@ -227,18 +265,299 @@ fn probe(bin: &str, g: &Guest, scratch: &Path) -> Choice {
         printed = l.contains("Linux version ");
         printed
     });
-    match r {
-        Err(e) => Choice { accel: tcg, why: format!("KVM probe could not start {bin}: {e}") },
-        Ok(e) if printed && e.signal.is_none_or(|_| e.stopped) => Choice { accel: Accel::Kvm, why: format!("KVM probe: the kernel printed its first line under -accel kvm in {:.1}s", e.elapsed.as_secs_f64()) },
-        Ok(e) if e.timed_out => Choice { accel: tcg, why: format!("KVM probe: no kernel output under -accel kvm within {}s (/dev/kvm present but not running guests)", PROBE_TIMEOUT.as_secs()) },
-        Ok(e) => Choice {
-            accel: tcg,
+    verdict(bin, printed, r)
+}
+
+/// The probe's verdict from whether the kernel printed its first line and
+/// how QEMU ended (or why it could not start).
+fn verdict(bin: &str, printed: bool, r: std::io::Result<qemu::Exit>) -> Choice {
+    let e = match r {
+        Err(e) => {
+            return Choice {
+                accel: TCG,
+                why: format!("KVM probe could not start {bin}: {e}"),
+            }
+        }
+        Ok(e) => e,
+    };
+    if printed && e.signal.is_none_or(|_| e.stopped) {
+        return Choice {
+            accel: Accel::Kvm,
             why: format!(
-                "KVM probe: QEMU {} under -accel kvm {}: {}",
-                e.signal.map_or(format!("exited with status {}", e.status.unwrap_or(-1)), |s| format!("was killed by signal {s}")),
-                if printed { "after the kernel's first line" } else { "before the kernel printed anything" },
-                e.stderr.trim().lines().take(3).collect::<Vec<_>>().join(" | ")
+                "KVM probe: the kernel printed its first line under -accel kvm in {:.1}s",
+                e.elapsed.as_secs_f64()
             ),
-        },
+        };
+    }
+    if e.timed_out {
+        return Choice {
+            accel: TCG,
+            why: format!(
+                "KVM probe: no kernel output under -accel kvm within {}s (/dev/kvm present but not running guests)",
+                PROBE_TIMEOUT.as_secs()
+            ),
+        };
+    }
+    let how = e.signal.map_or(
+        format!("exited with status {}", e.status.unwrap_or(-1)),
+        |s| format!("was killed by signal {s}"),
+    );
+    let when = if printed {
+        "after the kernel's first line"
+    } else {
+        "before the kernel printed anything"
+    };
+    let stderr = e
+        .stderr
+        .trim()
+        .lines()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" | ");
+    Choice {
+        accel: TCG,
+        why: format!("KVM probe: QEMU {how} under -accel kvm {when}: {stderr}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// An x86_64 host with a usable /dev/kvm, nothing forced, nothing
+    /// probed yet.
+    fn host() -> Facts {
+        Facts {
+            forced: Ok(None),
+            arch: Arch::X86_64,
+            host: Some(Arch::X86_64),
+            host_name: "x86_64",
+            kvm_device: "/dev/kvm".into(),
+            kvm_usable: true,
+            earlier: None,
+        }
+    }
+
+    fn choice(accel: Accel, why: &str) -> Option<Choice> {
+        Some(Choice {
+            accel,
+            why: why.into(),
+        })
+    }
+
+    const SINGLE: Accel = Accel::Tcg {
+        multi_thread: false,
+    };
+
+    #[test]
+    fn forced_foreign_unusable_or_probed_earlier_needs_no_probe() {
+        // Nothing known: only a probe can tell.
+        assert_eq!(without_probe(&host()), None);
+        // KMATRIX_ACCEL wins over everything, a usable device or none.
+        let forced = |a: Accel| Facts {
+            forced: Ok(Some(a)),
+            kvm_usable: false,
+            ..host()
+        };
+        assert_eq!(
+            without_probe(&forced(Accel::Kvm)),
+            choice(Accel::Kvm, "KMATRIX_ACCEL=kvm")
+        );
+        assert_eq!(
+            without_probe(&forced(SINGLE)),
+            choice(SINGLE, "KMATRIX_ACCEL=tcg,thread=single")
+        );
+        let bad = Facts {
+            forced: Err("KMATRIX_ACCEL=hvf: expected ...".into()),
+            ..host()
+        };
+        assert_eq!(
+            without_probe(&bad),
+            choice(TCG, "KMATRIX_ACCEL=hvf: expected ...")
+        );
+        let foreign = Facts {
+            arch: Arch::Arm64,
+            ..host()
+        };
+        assert_eq!(
+            without_probe(&foreign),
+            choice(TCG, "arm64 guest on a x86_64 host")
+        );
+        let unknown_host = Facts {
+            host: None,
+            host_name: "riscv64",
+            ..host()
+        };
+        assert_eq!(
+            without_probe(&unknown_host),
+            choice(TCG, "x86_64 guest on a riscv64 host")
+        );
+        let no_kvm = Facts {
+            kvm_device: "/tmp/no-kvm".into(),
+            kvm_usable: false,
+            ..host()
+        };
+        assert_eq!(
+            without_probe(&no_kvm),
+            choice(TCG, "/tmp/no-kvm is not usable")
+        );
+        // An earlier verdict this host boot, either way.
+        let earlier = |text: &str| Facts {
+            earlier: Some(("/s/accel-x86_64-ab".into(), text.into())),
+            ..host()
+        };
+        assert_eq!(
+            without_probe(&earlier("kvm\nKVM probe: fine")),
+            choice(
+                Accel::Kvm,
+                "KVM probe: fine (probed earlier this host boot; /s/accel-x86_64-ab)"
+            )
+        );
+        assert_eq!(
+            without_probe(&earlier("tcg,thread=multi\nKVM given up: x")),
+            choice(
+                TCG,
+                "KVM given up: x (probed earlier this host boot; /s/accel-x86_64-ab)"
+            )
+        );
+        // A memo without a reason is no verdict.
+        assert_eq!(without_probe(&earlier("kvm")), None);
+    }
+
+    fn exit() -> qemu::Exit {
+        qemu::Exit {
+            status: Some(0),
+            signal: None,
+            timed_out: false,
+            stopped: false,
+            elapsed: Duration::from_millis(800),
+            console_truncated: false,
+            stderr: String::new(),
+            pinned_vcpus: 0,
+            busy_cpus: 0,
+        }
+    }
+
+    #[test]
+    fn probe_verdicts() {
+        let q = "qemu-system-x86_64";
+        // Stopped by the probe at the kernel's first line: KVM works.
+        let stopped = qemu::Exit {
+            status: None,
+            signal: Some(9),
+            stopped: true,
+            ..exit()
+        };
+        assert_eq!(
+            Some(verdict(q, true, Ok(stopped))),
+            choice(
+                Accel::Kvm,
+                "KVM probe: the kernel printed its first line under -accel kvm in 0.8s"
+            )
+        );
+        // QEMU aborted at once under -accel kvm -cpu max (failed to set MSR).
+        let aborted = qemu::Exit {
+            status: None,
+            signal: Some(6),
+            stderr: "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x0\n\
+                     qemu-system-x86_64: ../target/i386/kvm/kvm.c:3017: kvm_buf_set_msrs: Assertion failed.\n\
+                     more\nand more\n"
+                .into(),
+            ..exit()
+        };
+        assert_eq!(
+            Some(verdict(q, false, Ok(aborted))),
+            choice(
+                TCG,
+                "KVM probe: QEMU was killed by signal 6 under -accel kvm before the kernel printed anything: \
+                 qemu-system-x86_64: error: failed to set MSR 0x10a to 0x0 | \
+                 qemu-system-x86_64: ../target/i386/kvm/kvm.c:3017: kvm_buf_set_msrs: Assertion failed. | more"
+            )
+        );
+        // Died after the kernel's first line, without being stopped.
+        let died = qemu::Exit {
+            status: None,
+            signal: Some(11),
+            ..exit()
+        };
+        assert_eq!(
+            Some(verdict(q, true, Ok(died))),
+            choice(
+                TCG,
+                "KVM probe: QEMU was killed by signal 11 under -accel kvm after the kernel's first line: "
+            )
+        );
+        let failed = qemu::Exit {
+            status: Some(1),
+            stderr: "no".into(),
+            ..exit()
+        };
+        assert_eq!(
+            Some(verdict(q, false, Ok(failed))),
+            choice(
+                TCG,
+                "KVM probe: QEMU exited with status 1 under -accel kvm before the kernel printed anything: no"
+            )
+        );
+        // Hung at 100% sys without a word.
+        let hung = qemu::Exit {
+            status: None,
+            signal: Some(9),
+            timed_out: true,
+            ..exit()
+        };
+        assert_eq!(
+            Some(verdict(q, false, Ok(hung))),
+            choice(
+                TCG,
+                "KVM probe: no kernel output under -accel kvm within 20s (/dev/kvm present but not running guests)"
+            )
+        );
+        let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert_eq!(
+            Some(verdict(q, false, Err(missing))),
+            choice(
+                TCG,
+                "KVM probe could not start qemu-system-x86_64: entity not found"
+            )
+        );
+    }
+
+    /// QEMU died under KVM in a cell: the cell and every later one of the
+    /// arch boot under TCG without another probe, and a later run this host
+    /// boot reads the same verdict from the memo.
+    #[test]
+    fn a_cell_whose_qemu_died_under_kvm_falls_back_to_tcg() {
+        let scratch = std::env::temp_dir().join(format!("kmatrix-accel-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&scratch);
+        let c = Chooser::new(scratch.clone());
+        let why = "QEMU was killed by signal 6 under -accel kvm before the guest's first report";
+        let given_up = choice(TCG, &format!("KVM given up: {why}"));
+        assert_eq!(Some(c.give_up(Arch::X86_64, why)), given_up);
+        assert_eq!(c.current(Arch::X86_64), given_up);
+        assert_eq!(
+            Some(c.choose(Arch::X86_64, || panic!("no probe after giving up"))),
+            given_up
+        );
+        assert_eq!(c.current(Arch::Arm64), None);
+        // What give_up leaves for later runs (unless KMATRIX_ACCEL is set).
+        let memo = scratch.join("memo");
+        c.remember(&memo, &given_up.clone().unwrap());
+        let later = Facts {
+            earlier: Some((memo.clone(), std::fs::read_to_string(&memo).unwrap())),
+            ..host()
+        };
+        assert_eq!(
+            without_probe(&later),
+            choice(
+                TCG,
+                &format!(
+                    "KVM given up: {why} (probed earlier this host boot; {})",
+                    memo.display()
+                )
+            )
+        );
+        std::fs::remove_dir_all(&scratch).unwrap();
     }
 }

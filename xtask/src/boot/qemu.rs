@@ -5,11 +5,17 @@ use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use wait_timeout::ChildExt;
+use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
 
+use crate::host::proc;
+/// The accelerator value lives in plan::arch; this path is kept for runner/.
+pub use crate::plan::arch::Accel;
 use crate::plan::arch::Arch;
+use crate::util::shell_quote;
 
 /// Console logs beyond this are cut (and marked) so a flooding guest cannot
 /// fill the disk; the guest keeps running.
@@ -45,20 +51,24 @@ pub fn keep_busy() -> bool {
 /// Spins on `cpu` at SCHED_IDLE until `done`. False (and no spinning) when
 /// the thread cannot be moved there or made SCHED_IDLE: a spinner at
 /// normal priority would take half a CPU from QEMU.
-fn keep_cpu_busy(cpu: usize, done: &std::sync::atomic::AtomicBool) -> bool {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: tid 0 is this thread; the kernel only reads `param`.
-    if !set_affinity(0, cpu)
-        || unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0
-    {
+fn keep_cpu_busy(cpu: usize, done: &AtomicBool) -> bool {
+    if !set_affinity(Pid::from_raw(0), cpu) || !sched_idle() {
         return false;
     }
-    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+    while !done.load(Ordering::Relaxed) {
         for _ in 0..1000 {
             std::hint::spin_loop();
         }
     }
     true
+}
+
+/// Makes the calling thread SCHED_IDLE (nix has no sched_setscheduler).
+fn sched_idle() -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread, and `param` is a valid
+    // sched_param that outlives the call; the kernel only reads it.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
 }
 
 /// The vCPU index of a QEMU thread named by `-name debug-threads=on`
@@ -81,32 +91,24 @@ pub fn host_cpu_for(vcpu: usize, allowed: &[usize]) -> Option<usize> {
 
 /// The CPUs this process may run on.
 fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
+    let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
+        return Vec::new();
+    };
+    (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect()
 }
 
-fn set_affinity(tid: i32, cpu: usize) -> bool {
-    // SAFETY: as above; sched_setaffinity only reads the set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
+/// Moves thread `tid` (0: the calling one) onto `cpu` alone.
+fn set_affinity(tid: Pid, cpu: usize) -> bool {
+    let mut set = CpuSet::new();
+    set.set(cpu).is_ok() && sched_setaffinity(tid, &set).is_ok()
 }
 
 /// Pins the vCPU threads of QEMU process `pid` as they appear, until
 /// `want` of them are pinned, `done` is set or 60 s pass. Returns how many
 /// it pinned.
-fn pin_vcpu_threads(pid: i32, want: usize, done: &std::sync::atomic::AtomicBool) -> usize {
-    use std::sync::atomic::Ordering;
+fn pin_vcpu_threads(pid: u32, want: usize, done: &AtomicBool) -> usize {
     let allowed = allowed_cpus();
     let mut pinned: Vec<i32> = Vec::new();
     let start = Instant::now();
@@ -124,7 +126,7 @@ fn pin_vcpu_threads(pid: i32, want: usize, done: &std::sync::atomic::AtomicBool)
                 }
                 let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
                 if let Some(cpu) = vcpu_of_thread(&comm).and_then(|v| host_cpu_for(v, &allowed)) {
-                    if set_affinity(tid, cpu) {
+                    if set_affinity(Pid::from_raw(tid), cpu) {
                         pinned.push(tid);
                     }
                 }
@@ -141,28 +143,6 @@ pub fn console_cap() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(CONSOLE_CAP)
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Accel {
-    Kvm,
-    /// Multi-threaded TCG is fast but has raced runtime code patching
-    /// (CONTEXT.md): results record which one ran.
-    Tcg {
-        multi_thread: bool,
-    },
-}
-
-impl Accel {
-    pub fn qemu_arg(&self) -> String {
-        match self {
-            Accel::Kvm => "kvm".into(),
-            Accel::Tcg { multi_thread: true } => "tcg,thread=multi".into(),
-            Accel::Tcg {
-                multi_thread: false,
-            } => "tcg,thread=single".into(),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -269,20 +249,22 @@ pub fn args(g: &Guest) -> Vec<String> {
 }
 
 /// A shell-quoted command line, for `reproduce` and error messages.
+/// Words in QEMU's own option syntax (`key=value,...`, paths) stay bare, as
+/// recorded reproducers always had them; any other word is quoted by shlex.
 pub fn shell_line(bin: &str, args: &[String]) -> String {
-    let q = |s: &str| {
-        if !s.is_empty()
+    let word = |s: &str| {
+        let bare = !s.is_empty()
             && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_=,./:+@".contains(c))
-        {
+                .all(|c| c.is_ascii_alphanumeric() || "-_=,./:+@".contains(c));
+        if bare {
             s.to_string()
         } else {
-            format!("'{}'", s.replace('\'', "'\\''"))
+            shell_quote(s).into_owned()
         }
     };
     std::iter::once(bin)
         .chain(args.iter().map(String::as_str))
-        .map(q)
+        .map(word)
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -313,7 +295,53 @@ pub fn run_until(
     args: &[String],
     console: &Path,
     timeout: Duration,
-    mut on_line: impl FnMut(&str) -> bool + Send,
+    on_line: impl FnMut(&str) -> bool + Send,
+) -> std::io::Result<Exit> {
+    let placement = Placement::of(args, pin_vcpus(), keep_busy(), &allowed_cpus());
+    run_placed(bin, args, console, timeout, &placement, on_line)
+}
+
+/// What is done about QEMU's threads while it runs.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Placement {
+    /// vCPU threads to pin to host CPUs (0: none).
+    pin_vcpus: usize,
+    /// Host CPUs to keep busy with a SCHED_IDLE spinner each.
+    busy: Vec<usize>,
+}
+
+impl Placement {
+    /// For a real guest (QEMU named its threads: `-name ...,debug-threads=on`)
+    /// with pinning on: pin its `-smp` vCPUs; with keep-busy on: keep every
+    /// CPU in `allowed` busy. Nothing for anything else (a stand-in).
+    fn of(args: &[String], pin: bool, keep_busy: bool, allowed: &[usize]) -> Placement {
+        let real_guest = args.iter().any(|a| a.contains("debug-threads=on"));
+        let smp = || {
+            args.iter()
+                .position(|a| a == "-smp")
+                .and_then(|i| args.get(i + 1))
+                .and_then(|v| v.split(',').next()?.parse::<usize>().ok())
+                .unwrap_or(1)
+        };
+        Placement {
+            pin_vcpus: if pin && real_guest { smp() } else { 0 },
+            busy: if keep_busy && real_guest {
+                allowed.to_vec()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+}
+
+/// `run_until` with the placement decided.
+fn run_placed(
+    bin: &str,
+    args: &[String],
+    console: &Path,
+    timeout: Duration,
+    placement: &Placement,
+    on_line: impl FnMut(&str) -> bool + Send,
 ) -> std::io::Result<Exit> {
     let start = Instant::now();
     let mut child = Command::new(bin)
@@ -326,29 +354,17 @@ pub fn run_until(
         .process_group(0)
         .spawn()?;
     crate::host::signals::register_child(child.id());
-    let mut stdout = child.stdout.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
-    let mut file = std::fs::File::create(console)?;
-    let pid = child.id() as i32;
-    let want_pinned = if pin_vcpus() && args.iter().any(|a| a.contains("debug-threads=on")) {
-        args.iter()
-            .position(|a| a == "-smp")
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.split(',').next()?.parse::<usize>().ok())
-            .unwrap_or(1)
-    } else {
-        0
-    };
-    // A real guest (named threads): keep every host CPU from idling.
-    let busy_on = if keep_busy() && args.iter().any(|a| a.contains("debug-threads=on")) {
-        allowed_cpus()
-    } else {
-        Vec::new()
-    };
-    let qemu_done = std::sync::atomic::AtomicBool::new(false);
+    let file = std::fs::File::create(console)?;
+    let pid = child.id();
+    let want_pinned = placement.pin_vcpus;
+    let cap = console_cap();
+    let qemu_done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let qemu_done = &qemu_done;
-        let spinners: Vec<_> = busy_on
+        let spinners: Vec<_> = placement
+            .busy
             .iter()
             .map(|&cpu| s.spawn(move || keep_cpu_busy(cpu, qemu_done)))
             .collect();
@@ -364,61 +380,9 @@ pub fn run_until(
             let _ = (&mut stderr).take(1 << 20).read_to_end(&mut buf);
             String::from_utf8_lossy(&buf).into_owned()
         });
-        let out_thread = s.spawn(move || {
-            let cap = console_cap();
-            let mut written: u64 = 0;
-            let mut truncated = false;
-            let mut chunk = [0u8; 64 * 1024];
-            let mut partial = Vec::new();
-            let mut stopped = false;
-            loop {
-                let n = match stdout.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                if written < cap {
-                    let take = n.min((cap - written) as usize);
-                    let _ = file.write_all(&chunk[..take]);
-                    written += take as u64;
-                    if take < n {
-                        truncated = true;
-                        let _ = writeln!(file, "\n[kmatrix: console truncated at {cap} bytes]");
-                    }
-                    partial.extend_from_slice(&chunk[..take]);
-                    while let Some(pos) = partial.iter().position(|&b| b == b'\n') {
-                        let line: Vec<u8> = partial.drain(..=pos).collect();
-                        if !stopped && on_line(String::from_utf8_lossy(&line).trim_end()) {
-                            stopped = true;
-                            unsafe { libc::kill(-pid, libc::SIGKILL) };
-                        }
-                    }
-                    if partial.len() > 4096 {
-                        partial.clear();
-                    }
-                } else if !truncated {
-                    // The cap fell exactly on a read boundary: the first byte
-                    // past it is here.
-                    truncated = true;
-                    let _ = writeln!(file, "\n[kmatrix: console truncated at {cap} bytes]");
-                }
-                // Past the cap: keep draining so the guest never blocks on us.
-            }
-            (truncated, stopped)
-        });
-        let status = child.wait_timeout(timeout);
-        let (status, timed_out) = match status {
-            Ok(Some(st)) => (Some(st), false),
-            Ok(None) | Err(_) => {
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.kill();
-                (child.wait().ok(), true)
-            }
-        };
-        let (status, signal) = (
-            status.and_then(|s| s.code()),
-            status.and_then(|s| s.signal()),
-        );
-        qemu_done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let out_thread = s.spawn(move || copy_console(stdout, file, cap, pid, on_line));
+        let (status, timed_out) = proc::wait_or_kill(&mut child, timeout);
+        qemu_done.store(true, Ordering::Relaxed);
         let pinned_vcpus = pin_thread.join().unwrap_or(0);
         let busy_cpus = spinners
             .into_iter()
@@ -426,21 +390,72 @@ pub fn run_until(
             .filter(|&b| b)
             .count();
         let (truncated, stopped) = out_thread.join().unwrap_or((false, false));
-        let stderr = err_thread.join().unwrap_or_default();
         Exit {
-            status,
-            signal,
+            status: status.and_then(|s| s.code()),
+            signal: status.and_then(|s| s.signal()),
             timed_out,
             stopped,
             elapsed: start.elapsed(),
             console_truncated: truncated,
-            stderr,
+            stderr: err_thread.join().unwrap_or_default(),
             pinned_vcpus,
             busy_cpus,
         }
     });
     crate::host::signals::unregister_child(child.id());
     Ok(result)
+}
+
+/// Copies QEMU's console from `from` into `to` up to `cap` bytes, then a
+/// truncation marker; past the cap it keeps draining, so the guest never
+/// blocks on a full pipe. Each line within the cap goes to `on_line` until
+/// it returns true: then QEMU's process group (`pid`) is killed. Returns
+/// (truncated, stopped).
+fn copy_console(
+    mut from: impl Read,
+    mut to: impl Write,
+    cap: u64,
+    pid: u32,
+    mut on_line: impl FnMut(&str) -> bool,
+) -> (bool, bool) {
+    let mut written: u64 = 0;
+    let mut truncated = false;
+    let mut chunk = [0u8; 64 * 1024];
+    let mut partial = Vec::new();
+    let mut stopped = false;
+    loop {
+        let n = match from.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if written < cap {
+            let take = n.min((cap - written) as usize);
+            let _ = to.write_all(&chunk[..take]);
+            written += take as u64;
+            if take < n {
+                truncated = true;
+                let _ = writeln!(to, "\n[kmatrix: console truncated at {cap} bytes]");
+            }
+            partial.extend_from_slice(&chunk[..take]);
+            while let Some(pos) = partial.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = partial.drain(..=pos).collect();
+                if !stopped && on_line(String::from_utf8_lossy(&line).trim_end()) {
+                    stopped = true;
+                    proc::kill_group(pid);
+                }
+            }
+            if partial.len() > 4096 {
+                partial.clear();
+            }
+        } else if !truncated {
+            // The cap fell exactly on a read boundary: the first byte
+            // past it is here.
+            truncated = true;
+            let _ = writeln!(to, "\n[kmatrix: console truncated at {cap} bytes]");
+        }
+        // Past the cap: keep draining so the guest never blocks on us.
+    }
+    (truncated, stopped)
 }
 
 #[cfg(test)]
@@ -462,18 +477,24 @@ mod tests {
     }
 
     /// The CPUs thread `tid` may run on.
-    fn affinity(tid: i32) -> Vec<usize> {
-        // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            assert_eq!(
-                libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-                0
-            );
-            (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect()
-        }
+    fn affinity(tid: Pid) -> Vec<usize> {
+        let set = sched_getaffinity(tid).unwrap();
+        (0..CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap())
+            .collect()
+    }
+
+    /// Thread `tid`'s scheduling policy: field 41 of its /proc stat.
+    fn sched_policy(tid: Pid) -> i32 {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        // Fields after the command's closing parenthesis start at field 3.
+        let after: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        after[41 - 3].parse().unwrap()
     }
 
     #[test]
@@ -520,7 +541,7 @@ mod tests {
                 std::thread::Builder::new()
                     .name(name.into())
                     .spawn(move || {
-                        tx.send(unsafe { libc::gettid() }).unwrap();
+                        tx.send(nix::unistd::gettid()).unwrap();
                         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                             std::thread::sleep(Duration::from_millis(5));
                         }
@@ -528,9 +549,9 @@ mod tests {
                     .unwrap(),
             );
         }
-        let tids: Vec<i32> = (0..3).map(|_| rx.recv().unwrap()).collect();
+        let tids: Vec<Pid> = (0..3).map(|_| rx.recv().unwrap()).collect();
         let done = AtomicBool::new(false);
-        let pid = std::process::id() as i32;
+        let pid = std::process::id();
         assert_eq!(pin_vcpu_threads(pid, 2, &done), 2);
         for &tid in &tids {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap();
@@ -563,12 +584,12 @@ mod tests {
             let (tx, rx) = std::sync::mpsc::channel();
             let done = &done;
             let h = s.spawn(move || {
-                tx.send(unsafe { libc::gettid() }).unwrap();
+                tx.send(nix::unistd::gettid()).unwrap();
                 keep_cpu_busy(cpu, done)
             });
             let tid = rx.recv().unwrap();
             let start = Instant::now();
-            while unsafe { libc::sched_getscheduler(tid) } != libc::SCHED_IDLE {
+            while sched_policy(tid) != libc::SCHED_IDLE {
                 assert!(
                     start.elapsed() < Duration::from_secs(5),
                     "never became SCHED_IDLE"
@@ -600,42 +621,75 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             let never = &never;
-            s.spawn(move || {
-                tx.send(keep_cpu_busy(libc::CPU_SETSIZE as usize - 1, never))
-                    .unwrap()
-            });
+            s.spawn(move || tx.send(keep_cpu_busy(CpuSet::count() - 1, never)).unwrap());
             let r = rx.recv_timeout(Duration::from_secs(5));
             never.store(true, Ordering::Relaxed); // a spinning thread must not hang the test
             assert_eq!(r, Ok(false));
         });
     }
 
-    /// The runner keeps every CPU it may use busy while a real guest (one
-    /// with named threads) runs, and says so; a stand-in without the name
-    /// gets no spinners.
+    fn strings(xs: &[&str]) -> Vec<String> {
+        xs.iter().map(|a| a.to_string()).collect()
+    }
+
+    /// What is done about a guest's threads: a real guest (named threads)
+    /// gets its -smp vCPUs pinned and every allowed CPU kept busy, each
+    /// only when switched on; a stand-in without the name gets nothing.
     #[test]
-    fn run_keeps_each_allowed_cpu_busy_for_a_real_guest_only() {
+    fn placement_of_a_real_guest_and_of_a_stand_in() {
+        let placed = |pin_vcpus: usize, busy: &[usize]| Placement {
+            pin_vcpus,
+            busy: busy.to_vec(),
+        };
+        let real = args(&guest(Arch::X86_64));
+        assert_eq!(
+            Placement::of(&real, true, true, &[0, 1]),
+            placed(2, &[0, 1])
+        );
+        assert_eq!(
+            Placement::of(&real, false, true, &[2, 5]),
+            placed(0, &[2, 5])
+        );
+        assert_eq!(Placement::of(&real, true, false, &[0, 1]), placed(2, &[]));
+        assert_eq!(Placement::of(&real, false, false, &[0, 1]), placed(0, &[]));
+        let named = strings(&["-smp", "4,sockets=1", "-name", "kmatrix,debug-threads=on"]);
+        assert_eq!(Placement::of(&named, true, true, &[3]), placed(4, &[3]));
+        let no_smp = strings(&["-name", "kmatrix,debug-threads=on"]);
+        assert_eq!(Placement::of(&no_smp, true, true, &[0]), placed(1, &[0]));
+        let stand_in = strings(&["-smp", "2", "-c", "true"]);
+        assert_eq!(
+            Placement::of(&stand_in, true, true, &[0, 1]),
+            placed(0, &[])
+        );
+    }
+
+    /// A run keeps busy the CPUs it is given while QEMU runs and counts the
+    /// spinners that ran: two on a CPU of this process, none on a CPU this
+    /// host does not have. The pinner gives up when QEMU exits.
+    #[test]
+    fn run_counts_the_cpus_it_kept_busy() {
         let dir = std::env::temp_dir().join(format!("kmatrix-busy-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("c.log");
-        let sh = |args: &[&str]| {
-            run(
+        let cpu = *allowed_cpus().last().unwrap();
+        let run_with = |pin_vcpus: usize, busy: Vec<usize>| {
+            let placement = Placement { pin_vcpus, busy };
+            let sleep = strings(&["-c", "sleep 0.3"]);
+            run_placed(
                 "sh",
-                &args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                &sleep,
                 &log,
                 Duration::from_secs(10),
-                |_| {},
+                &placement,
+                |_| false,
             )
             .unwrap()
         };
-        // `sh -c CMD NAME`: NAME is only $0, there to look like QEMU's args.
-        let e = sh(&["-c", "sleep 0.3", "kmatrix,debug-threads=on"]);
-        assert_eq!(e.status, Some(0));
-        assert_eq!(
-            e.busy_cpus,
-            if keep_busy() { allowed_cpus().len() } else { 0 }
-        );
-        assert_eq!(sh(&["-c", "true"]).busy_cpus, 0);
+        let e = run_with(0, vec![cpu, CpuSet::count() - 1, cpu]);
+        assert_eq!((e.status, e.busy_cpus, e.pinned_vcpus), (Some(0), 2, 0));
+        let e = run_with(1, vec![]);
+        assert_eq!((e.status, e.busy_cpus, e.pinned_vcpus), (Some(0), 0, 0));
+        assert!(e.elapsed < Duration::from_secs(5), "{e:?}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -703,11 +757,33 @@ mod tests {
         assert!(!a.iter().any(|x| x.contains("virtserialport")));
     }
 
+    /// QEMU's option words stay bare, as in every recorded reproducer;
+    /// others are quoted so that a shell gives QEMU the same words.
     #[test]
     fn shell_quoting() {
         assert_eq!(
-            shell_line("q", &["-append".into(), "a b".into(), "it's".into()]),
-            "q -append 'a b' 'it'\\''s'"
+            shell_line("q", &strings(&["-append", "a b", "it's", ""])),
+            "q -append 'a b' \"it's\" ''"
+        );
+        assert_eq!(
+            shell_line("qemu-system-x86_64", &args(&guest(Arch::X86_64))),
+            "qemu-system-x86_64 -cpu max -accel tcg,thread=multi -smp 2 -m 1024 \
+             -nodefaults -no-user-config -display none -nic none -no-reboot \
+             -name kmatrix,debug-threads=on -kernel /k/Image -initrd /k/initrd.gz \
+             -append 'console=ttyS0 panic=-1 sysctl.kernel.hung_task_panic=1 rdinit=/init' \
+             -chardev stdio,id=con,signal=off -serial chardev:con -device virtio-serial-pci \
+             -chardev file,id=results,path=/r/results.log \
+             -device virtserialport,chardev=results,name=kmatrix.results"
+        );
+        let words = strings(&["%s|", "-append", "a b", "it's $HOME", "", "x=1,y=2"]);
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(shell_line("printf", &words))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "-append|a b|it's $HOME||x=1,y=2|"
         );
     }
 

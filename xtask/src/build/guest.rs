@@ -12,7 +12,7 @@ use crate::build::kbuild::{compiler_version, make_args};
 use crate::host::cache::{Cache, KeyBuilder};
 use crate::host::proc::{self, limit};
 use crate::kinds::{self, Recipe};
-use crate::plan::arch::Arch;
+use crate::plan::arch::{Accel, Arch};
 use crate::plan::matrix::TestSpec;
 
 /// A compiled guest program and how the init runs it.
@@ -82,8 +82,8 @@ pub struct CompileJob<'a> {
 }
 
 /// kselftest timeouts assume real hardware; emulation is slower.
-pub fn timeout_scale(accel: &crate::boot::qemu::Accel) -> u64 {
-    if *accel == crate::boot::qemu::Accel::Kvm {
+pub fn timeout_scale(accel: &Accel) -> u64 {
+    if *accel == Accel::Kvm {
         1
     } else {
         3

@@ -343,7 +343,7 @@ pub fn build(
         let excerpt = format!(
             "make {} (the bound for a kernel build; KMATRIX_STEP_TIMEOUT_SCALE scales it)\n{}",
             done.describe(),
-            crate::analyze::console::tail(&done.stdout, 15)
+            crate::util::tail(&done.stdout, 15)
         );
         return Ok(BuildOutcome::Failed {
             log: log.clone(),

@@ -14,8 +14,10 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::host::cache::{sha256_file, Cache, KeyBuilder};
+use crate::host::git::{git, git_ok, run_ok};
 use crate::host::proc::{self, limit};
 use crate::plan::matrix::SourceSpec;
+use crate::plan::series;
 
 /// A patch series: the files in order and their combined hash.
 #[derive(Debug, Clone)]
@@ -96,7 +98,7 @@ impl Series {
 
     /// The first `take` patches of the series in `dir` (all with None).
     pub fn load_prefix(name: &str, dir: &Path, take: Option<usize>) -> Result<Series> {
-        let mut patches = Series::files(name, dir)?;
+        let mut patches = series::files(name, dir)?;
         if let Some(k) = take {
             if k == 0 || k > patches.len() {
                 bail!(
@@ -122,29 +124,10 @@ impl Series {
         })
     }
 
-    /// The patch files of `dir` in order (see `load`).
+    /// The patch files of `dir` in order (plan::series, kept here for
+    /// bisect/ and cmd_report).
     pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
-        let order = dir.join("series");
-        let patches: Vec<PathBuf> = if order.exists() {
-            std::fs::read_to_string(&order)?
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(|l| dir.join(l))
-                .collect()
-        } else {
-            let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-                .with_context(|| format!("reading series dir {}", dir.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "patch"))
-                .collect();
-            v.sort();
-            v
-        };
-        if patches.is_empty() {
-            bail!("series {name}: no patches in {}", dir.display());
-        }
-        Ok(patches)
+        series::files(name, dir)
     }
 
     /// File name, subject and author of every patch, in order.
@@ -166,33 +149,6 @@ pub struct ApplyError {
     pub detail: String,
 }
 
-fn git(dir: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.arg("-C").arg(dir);
-    // Commits made here are ours: a fixed identity, and no user hooks/config.
-    c.env("GIT_AUTHOR_NAME", "kmatrix")
-        .env("GIT_AUTHOR_EMAIL", "kmatrix@localhost")
-        .env("GIT_COMMITTER_NAME", "kmatrix")
-        .env("GIT_COMMITTER_EMAIL", "kmatrix@localhost")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null");
-    c
-}
-
-fn run_ok(c: Command, what: &str) -> Result<String> {
-    let out = proc::run(c, limit::scaled(limit::GIT))
-        .with_context(|| format!("{what}: could not run git"))?;
-    if !out.success() {
-        bail!(
-            "{what} failed ({}): {}{}",
-            out.describe(),
-            out.stderr,
-            out.stdout
-        );
-    }
-    Ok(out.stdout.trim().to_string())
-}
-
 /// The pristine base as a git repository whose HEAD is the base commit.
 pub struct Base {
     pub repo: PathBuf,
@@ -205,7 +161,7 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
             let version = pkg.trim_start_matches("linux-source-");
             let tarball = PathBuf::from(format!("/usr/src/linux-source-{version}.tar.xz"));
             if !tarball.exists() {
-                crate::host::setup::ensure(&[pkg.clone()])?;
+                crate::host::setup::ensure(std::slice::from_ref(pkg))?;
             }
             import_tarball(&tarball, cache, log)
         }
@@ -609,13 +565,6 @@ impl Trees {
     }
 }
 
-/// `git -C dir args...` within the git bound; its stdout, or Err naming `what`.
-fn git_ok(dir: &Path, args: &[&str], what: &str) -> Result<String> {
-    let mut c = git(dir);
-    c.args(args);
-    run_ok(c, what)
-}
-
 /// Earlier versions kept a worktree per variant (`trees/<kernel>/<variant>`
 /// with a `.state` file) and an O= dir per variant
 /// (`build/<kernel>/<variant>/<arch>/...`): gigabytes that nothing reads
@@ -809,18 +758,6 @@ pub fn kconfig_defines(repo: &Path, commit: &str, symbol: &str) -> Result<bool> 
 
 pub fn read_at(repo: &Path, commit: &str, path: &str) -> Option<String> {
     git_ok(repo, &["show", &format!("{commit}:{path}")], "git show").ok()
-}
-
-/// Identity of one subdirectory's content (e.g. a selftest dir).
-pub fn subtree_id(tree: &Path, sub: &str) -> Result<String> {
-    run_ok(
-        {
-            let mut c = git(tree);
-            c.args(["rev-parse", &format!("HEAD:{sub}")]);
-            c
-        },
-        &format!("git rev-parse HEAD:{sub}"),
-    )
 }
 
 #[cfg(test)]
@@ -1153,8 +1090,7 @@ mod tests {
         let e = trees
             .variant_commit(Some(&broken), &mut |_| {})
             .unwrap()
-            .err()
-            .expect("must not apply");
+            .expect_err("must not apply");
         assert!(e.patch.ends_with("0001-k.patch"), "{}", e.patch.display());
         assert!(e.detail.contains("kernel/seccomp.c"), "{}", e.detail);
         drop(cache);

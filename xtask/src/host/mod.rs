@@ -2,6 +2,7 @@
 //! bounded subprocesses.
 pub mod cache;
 pub mod events;
+pub mod git;
 pub mod info;
 pub mod proc;
 pub mod setup;

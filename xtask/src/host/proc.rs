@@ -6,12 +6,12 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::analyze::console::tail;
+use crate::util::tail;
 use wait_timeout::ChildExt;
 
 /// Bounds for host steps. Generous: a bound exists to end a hang, not to
@@ -30,11 +30,15 @@ pub mod limit {
     pub const TOOLS: u64 = 900;
 
     pub fn scaled(secs: u64) -> Duration {
-        let f: f64 = std::env::var("KMATRIX_STEP_TIMEOUT_SCALE")
+        Duration::from_secs_f64((secs as f64 * step_timeout_scale()).max(0.1))
+    }
+
+    /// `KMATRIX_STEP_TIMEOUT_SCALE`, 1 when unset or not a number.
+    fn step_timeout_scale() -> f64 {
+        std::env::var("KMATRIX_STEP_TIMEOUT_SCALE")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(1.0);
-        Duration::from_secs_f64((secs as f64 * f).max(0.1))
+            .unwrap_or(1.0)
     }
 }
 
@@ -118,14 +122,7 @@ pub fn stream(
             }
             all
         });
-        let (status, timed_out) = match child.wait_timeout(timeout) {
-            Ok(Some(st)) => (Some(st), false),
-            Ok(None) | Err(_) => {
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.kill();
-                (child.wait().ok(), true)
-            }
-        };
+        let (status, timed_out) = wait_or_kill(&mut child, timeout);
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
         Finished {
@@ -139,6 +136,31 @@ pub fn stream(
     });
     crate::host::signals::unregister_child(child.id());
     Ok(r)
+}
+
+/// SIGKILL to the process group `pid` leads (a child spawned with
+/// `process_group(0)`); one that is gone already is no error.
+pub fn kill_group(pid: u32) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// Waits for `child` up to `timeout`; past it (or when waiting fails),
+/// kills its process group and the child itself. Returns its status, if
+/// any, and whether it was killed.
+pub fn wait_or_kill(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>, bool) {
+    match child.wait_timeout(timeout) {
+        Ok(Some(st)) => (Some(st), false),
+        Ok(None) | Err(_) => {
+            kill_group(child.id());
+            let _ = child.kill();
+            (child.wait().ok(), true)
+        }
+    }
 }
 
 /// `stream` without a line callback.

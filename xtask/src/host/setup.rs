@@ -133,7 +133,7 @@ fn uninstallable(packages: &[String]) -> Result<Vec<String>> {
 
 /// Runs a command as root: directly when we are root, else through sudo.
 fn as_root(args: &[&str]) -> Result<()> {
-    let is_root = unsafe { libc::geteuid() } == 0;
+    let is_root = nix::unistd::geteuid().is_root();
     let mut cmd = if is_root {
         let mut c = Command::new(args[0]);
         c.args(&args[1..]);
@@ -152,7 +152,7 @@ fn as_root(args: &[&str]) -> Result<()> {
         bail!(
             "`{shown}` {}\n{}",
             f.describe(),
-            crate::analyze::console::tail(&f.stderr, 20)
+            crate::util::tail(&f.stderr, 20)
         );
     }
     Ok(())

@@ -8,7 +8,6 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{Interpreted, Kind, MetricDecls, Recipe};
-use crate::analyze::guestlog::{bench_lines, BenchLine};
 use crate::plan::matrix::TestSpec;
 use crate::schema::{CaseResult, Metric, Outcome};
 
@@ -90,9 +89,81 @@ impl Kind for Bench {
     }
 }
 
+#[derive(Debug, Clone, PartialEq)]
+pub enum BenchLine {
+    Metric {
+        name: String,
+        value: f64,
+        unit: String,
+    },
+    Skip {
+        name: String,
+        reason: String,
+    },
+    Error(String),
+}
+
+/// `METRIC name value unit` / `SKIP name reason...` / `ERROR text`.
+pub fn bench_lines(output: &str) -> Vec<BenchLine> {
+    let mut out = Vec::new();
+    for line in output.lines() {
+        let mut w = line.splitn(2, ' ');
+        match (w.next(), w.next()) {
+            (Some("METRIC"), Some(rest)) => {
+                let p: Vec<&str> = rest.split_whitespace().collect();
+                if let [name, value, unit] = p[..] {
+                    if let Ok(v) = value.parse::<f64>() {
+                        if v.is_finite() {
+                            out.push(BenchLine::Metric {
+                                name: name.into(),
+                                value: v,
+                                unit: unit.into(),
+                            });
+                            continue;
+                        }
+                    }
+                }
+                out.push(BenchLine::Error(format!("malformed METRIC line: {line}")));
+            }
+            (Some("SKIP"), Some(rest)) => {
+                let (name, reason) = rest.split_once(' ').unwrap_or((rest, ""));
+                out.push(BenchLine::Skip {
+                    name: name.into(),
+                    reason: reason.trim().into(),
+                });
+            }
+            (Some("ERROR"), rest) => out.push(BenchLine::Error(rest.unwrap_or("").into())),
+            _ => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bench_output() {
+        let l = bench_lines("header\nMETRIC seccomp_notify.default.unpinned 84.125 us/op\nSKIP seccomp_notify.sync.unpinned SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL\nMETRIC x nan us\nERROR boom\n");
+        assert_eq!(
+            l[0],
+            BenchLine::Metric {
+                name: "seccomp_notify.default.unpinned".into(),
+                value: 84.125,
+                unit: "us/op".into()
+            }
+        );
+        assert_eq!(
+            l[1],
+            BenchLine::Skip {
+                name: "seccomp_notify.sync.unpinned".into(),
+                reason: "SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL".into()
+            }
+        );
+        assert!(matches!(&l[2], BenchLine::Error(e) if e.contains("malformed")));
+        assert_eq!(l[3], BenchLine::Error("boom".into()));
+    }
 
     struct Decl;
     impl MetricDecls for Decl {

@@ -6,9 +6,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{Interpreted, Kind, MetricDecls, Recipe};
-use crate::analyze::ktap;
-use crate::build::source::subtree_id;
+use super::{ktap, Interpreted, Kind, MetricDecls, Recipe};
+use crate::host::git::subtree_id;
 use crate::plan::matrix::TestSpec;
 
 pub struct Kselftest;

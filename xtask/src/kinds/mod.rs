@@ -15,8 +15,9 @@ use anyhow::Result;
 use crate::plan::matrix::{TestKind, TestSpec};
 use crate::schema::{CaseResult, Metric};
 
-mod bench;
+pub mod bench;
 mod kselftest;
+mod ktap;
 pub mod programs;
 mod shell;
 

@@ -16,9 +16,10 @@ use anyhow::Result;
 
 use super::kselftest::settings_timeout;
 use super::{Interpreted, Kind, MetricDecls, Recipe};
-use crate::build::source::subtree_id;
+use crate::host::git::subtree_id;
 use crate::plan::matrix::{CaseSpec, TestSpec};
 use crate::schema::{CaseResult, Outcome};
+use crate::util::shell_quote as quote;
 
 pub struct Programs;
 
@@ -78,11 +79,6 @@ impl Kind for Programs {
     fn interpret(&self, _test: &str, output: &str, _decls: &dyn MetricDecls) -> Interpreted {
         parse(output)
     }
-}
-
-/// Single-quotes a string for sh.
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The guest script: every case in order; `unbuilt` names the programs
@@ -227,12 +223,12 @@ mod tests {
                 "no CONFIG_SCHED_MM_CID in this kernel".into(),
             )],
         );
-        assert!(s.contains("run 'basic_test' './basic_test'\n"));
-        assert!(s.contains("run 'param_test.s' './param_test -T s -r 100'\n"));
+        assert!(s.contains("\nrun basic_test ./basic_test\n"));
+        assert!(s.contains("\nrun param_test.s './param_test -T s -r 100'\n"));
         assert!(s.contains(
             "echo 'KMATRIX-CASE mm_cid skip basic_percpu_ops_mm_cid_test not built: no CONFIG_SCHED_MM_CID in this kernel'\n"
         ));
-        assert!(s.contains(r"run 'it'\''s' 'GLIBC_TUNABLES=x ./basic_test'"));
+        assert!(s.contains("\nrun \"it's\" 'GLIBC_TUNABLES=x ./basic_test'\n"));
     }
 
     /// A real guest run: 6.12.117 x86_64 under TCG, every case passed.

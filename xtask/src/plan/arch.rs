@@ -129,6 +129,29 @@ impl<'de> serde::Deserialize<'de> for Arch {
     }
 }
 
+/// The accelerator a guest runs under (chosen by boot::accel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Accel {
+    Kvm,
+    /// Multi-threaded TCG is fast but has raced runtime code patching
+    /// (CONTEXT.md): results record which one ran.
+    Tcg {
+        multi_thread: bool,
+    },
+}
+
+impl Accel {
+    pub fn qemu_arg(&self) -> String {
+        match self {
+            Accel::Kvm => "kvm".into(),
+            Accel::Tcg { multi_thread: true } => "tcg,thread=multi".into(),
+            Accel::Tcg {
+                multi_thread: false,
+            } => "tcg,thread=single".into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +176,21 @@ mod tests {
     fn cross_compiler_only_for_the_foreign_arch() {
         assert_eq!(Arch::X86_64.gcc(), "gcc");
         assert_eq!(Arch::Arm64.gcc(), "aarch64-linux-gnu-gcc");
+    }
+
+    #[test]
+    fn accelerators_as_qemu_names_them() {
+        assert_eq!(Accel::Kvm.qemu_arg(), "kvm");
+        assert_eq!(
+            Accel::Tcg { multi_thread: true }.qemu_arg(),
+            "tcg,thread=multi"
+        );
+        assert_eq!(
+            Accel::Tcg {
+                multi_thread: false
+            }
+            .qemu_arg(),
+            "tcg,thread=single"
+        );
     }
 }

@@ -398,6 +398,19 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Where matrix.toml came from, for errors that name file, line and column.
+struct Spans<'a> {
+    path: &'a str,
+    text: &'a str,
+}
+
+impl Spans<'_> {
+    fn err(&self, span: std::ops::Range<usize>, msg: String) -> anyhow::Error {
+        let (l, c) = line_col(self.text, span.start);
+        anyhow::anyhow!("{}:{l}:{c}: {msg}", self.path)
+    }
+}
+
 impl Matrix {
     /// Parses and validates; errors name the file, line and what was expected.
     pub fn parse(path: &str, text: &str) -> Result<Matrix> {
@@ -418,14 +431,25 @@ impl Matrix {
         Ok(m)
     }
 
+    /// Checks what serde cannot: names that refer to other tables, ranges,
+    /// patterns. The first problem found is the error.
     fn validate(&self, path: &str, text: &str) -> Result<()> {
-        let err = |span: std::ops::Range<usize>, msg: String| -> anyhow::Error {
-            let (l, c) = line_col(text, span.start);
-            anyhow::anyhow!("{path}:{l}:{c}: {msg}")
-        };
+        let at = Spans { path, text };
+        self.validate_run(&at)?;
+        self.validate_kernels(&at)?;
+        self.validate_configs(&at)?;
+        self.validate_tests(&at)?;
+        self.validate_expectations(&at)?;
+        self.validate_comparisons(&at)?;
+        Ok(())
+    }
+
+    /// [run]: the arches, configs and tests it names, and its numbers.
+    fn validate_run(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for a in &self.run.arches {
             if Arch::parse(a.get_ref()).is_none() {
-                return Err(err(
+                return Err(at.err(
                     a.span(),
                     format!(
                         "unknown arch `{}`, expected one of {:?}",
@@ -437,7 +461,7 @@ impl Matrix {
         }
         for c in &self.run.configs {
             if !self.config.contains_key(c.get_ref()) {
-                return Err(err(
+                return Err(at.err(
                     c.span(),
                     format!(
                         "config `{}` is not defined in a [config.{}] table",
@@ -449,7 +473,7 @@ impl Matrix {
         }
         for t in &self.run.tests {
             if !self.test.contains_key(t.get_ref()) {
-                return Err(err(
+                return Err(at.err(
                     t.span(),
                     format!(
                         "test `{}` is not defined in a [test.{}] table",
@@ -485,13 +509,19 @@ impl Matrix {
                 self.run.memory_mb
             );
         }
+        Ok(())
+    }
+
+    /// [kernel.*]: names, the series and configs they name, their sources.
+    fn validate_kernels(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for (name, k) in &self.kernel {
             if name.contains('/') || name == "base" {
                 bail!("{path}: kernel name `{name}` may not contain `/` or be `base`");
             }
             for s in &k.series {
                 if !self.series.contains_key(s.get_ref()) {
-                    return Err(err(
+                    return Err(at.err(
                         s.span(),
                         format!(
                             "series `{}` is not defined in a [series.\"{}\"] table",
@@ -505,7 +535,7 @@ impl Matrix {
                 if !k.series.iter().any(|s| s.get_ref() == from.get_ref())
                     && from.get_ref() != "base"
                 {
-                    return Err(err(
+                    return Err(at.err(
                         from.span(),
                         format!(
                             "selftests_from = `{}`: expected `base` or one of this kernel's series",
@@ -516,7 +546,7 @@ impl Matrix {
             }
             for c in &k.configs {
                 if !self.config.contains_key(c.get_ref()) {
-                    return Err(err(
+                    return Err(at.err(
                         c.span(),
                         format!(
                             "config `{}` is not defined in a [config.{}] table",
@@ -528,20 +558,26 @@ impl Matrix {
             }
             if let SourceSpec::Debian(pkg) = k.source.get_ref() {
                 if !pkg.starts_with("linux-source-") {
-                    return Err(err(
+                    return Err(at.err(
                         k.source.span(),
                         format!("debian source `{pkg}`: expected a linux-source-X.Y package"),
                     ));
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [config.*]: smp, the tests and arch fragments they name.
+    fn validate_configs(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for (name, c) in &self.config {
             if let Some(smp) = c.smp.filter(|s| *s == 0 || *s > 512) {
                 bail!("{path}: [config.{name}] smp = {smp} is out of range, expected 1..=512");
             }
             for t in c.tests.iter().flatten() {
                 if !self.test.contains_key(t.get_ref()) {
-                    return Err(err(
+                    return Err(at.err(
                         t.span(),
                         format!(
                             "config.{name}.tests: test `{}` is not defined in a [test.{}] table",
@@ -553,7 +589,7 @@ impl Matrix {
             }
             for a in c.arch_fragments.keys() {
                 if Arch::parse(a.get_ref()).is_none() {
-                    return Err(err(
+                    return Err(at.err(
                         a.span(),
                         format!(
                             "config.{name}.arch_fragments: unknown arch `{}`, expected one of {:?}",
@@ -564,6 +600,12 @@ impl Matrix {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [test.*]: what each kind needs, Kconfig symbols, boots, config lines.
+    fn validate_tests(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for (name, t) in &self.test {
             match t.kind {
                 TestKind::Kselftest if t.dir.is_none() || t.sources.is_empty() => {
@@ -598,7 +640,7 @@ impl Matrix {
             }
             for line in &t.config {
                 if parse_config_line(line.get_ref()).is_none() {
-                    return Err(err(
+                    return Err(at.err(
                         line.span(),
                         format!(
                             "`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`",
@@ -608,9 +650,15 @@ impl Matrix {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// [[expect]] and [[known]]: tests, cell patterns, splat regexes.
+    fn validate_expectations(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for e in &self.expect {
             if !self.test.contains_key(e.test.get_ref()) {
-                return Err(err(
+                return Err(at.err(
                     e.test.span(),
                     format!("expect: unknown test `{}`", e.test.get_ref()),
                 ));
@@ -627,6 +675,12 @@ impl Matrix {
                 bail!("{path}: known.splat `{}`: not a regex: {e}", k.splat);
             }
         }
+        Ok(())
+    }
+
+    /// [[across]], [[within]] and [metric.*]: what is compared, and how.
+    fn validate_comparisons(&self, at: &Spans) -> Result<()> {
+        let path = at.path;
         for a in &self.across {
             for c in [&a.base_config, &a.new_config] {
                 if !self.config.contains_key(c) {
@@ -651,7 +705,8 @@ impl Matrix {
             }
         }
         for (name, m) in &self.metric {
-            if !(m.min_effect_pct >= 0.0) {
+            // NaN is refused too.
+            if m.min_effect_pct.is_nan() || m.min_effect_pct < 0.0 {
                 bail!(
                     "{path}: [metric.{name}] min_effect_pct = {} must be a percentage >= 0",
                     m.min_effect_pct
@@ -1161,14 +1216,12 @@ reason = "r"
             (d.run.boots, d.run.max_boots)
         );
         for (name, spec) in &m.series {
-            let s = crate::build::source::Series::load(
-                name,
-                &std::path::Path::new(root).join(&spec.dir),
-            )
-            .unwrap();
-            assert_eq!(s.patches.len(), 1, "{name}");
+            let patches =
+                crate::plan::series::files(name, &std::path::Path::new(root).join(&spec.dir))
+                    .unwrap();
+            assert_eq!(patches.len(), 1, "{name}");
             let us = name.trim_start_matches("delay-").trim_end_matches("us");
-            let patch = std::fs::read_to_string(&s.patches[0]).unwrap();
+            let patch = std::fs::read_to_string(&patches[0]).unwrap();
             assert!(patch.contains(&format!("+\tudelay({us});\n")), "{name}");
         }
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.same_cpu_share"));

@@ -1,0 +1,69 @@
+//! A series directory, as the matrix names it: its patch files in order.
+//! Plan input (how many patches a series has, which one is the Nth);
+//! build/source.rs hashes and applies them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// The patch files of `dir` in order: `dir/series` (quilt order, `#`
+/// comments and blank lines skipped) or, without it, `*.patch` sorted by
+/// name. Err when there are none.
+pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
+    let order = dir.join("series");
+    let patches: Vec<PathBuf> = if order.exists() {
+        std::fs::read_to_string(&order)?
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| dir.join(l))
+            .collect()
+    } else {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading series dir {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "patch"))
+            .collect();
+        v.sort();
+        v
+    };
+    if patches.is_empty() {
+        bail!("series {name}: no patches in {}", dir.display());
+    }
+    Ok(patches)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_file_order_else_patches_by_name() {
+        let d = std::env::temp_dir().join(format!("kmatrix-series-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let e = files("s", &d).unwrap_err().to_string();
+        assert_eq!(e, format!("series s: no patches in {}", d.display()));
+        for f in ["0002-b.patch", "0001-a.patch", "notes.txt"] {
+            std::fs::write(d.join(f), "").unwrap();
+        }
+        assert_eq!(
+            files("s", &d).unwrap(),
+            [d.join("0001-a.patch"), d.join("0002-b.patch")]
+        );
+        std::fs::write(
+            d.join("series"),
+            "# quilt order
+0002-b.patch
+
+  0001-a.patch 
+",
+        )
+        .unwrap();
+        assert_eq!(
+            files("s", &d).unwrap(),
+            [d.join("0002-b.patch"), d.join("0001-a.patch")]
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
