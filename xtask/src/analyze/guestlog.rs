@@ -7,11 +7,6 @@
 
 const MARK: &str = "@@KMATRIX@@ ";
 
-/// The benchmark-line parser lives with the bench kind; this path is kept
-/// for report/'s tests.
-#[cfg(test)]
-pub use crate::kinds::bench::{bench_lines, BenchLine};
-
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Session {
     pub began: bool,

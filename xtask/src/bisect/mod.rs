@@ -79,12 +79,12 @@ pub fn apply_sources(
         let k = variants::pick_kernel(m, kernel.as_deref())?;
         if let Some(dir) = &s.series_dir {
             let dir = existing(dir, "--series")?;
-            Series::files("--series", &dir)?;
+            crate::plan::series::files("--series", &dir)?;
             variants::use_series(m, &k, &variants::name_of(&dir), &dir)?;
         }
         if let Some(n) = s.patches {
             let name = variants::pick_series(m, &k, s.series_name.as_deref())?;
-            let total = Series::files(&name, &root.join(&m.series[&name].dir))?.len();
+            let total = crate::plan::series::files(&name, &root.join(&m.series[&name].dir))?.len();
             if n == 0 || n > total {
                 bail!("--patches {n}: series {name} has {total} patches");
             }

@@ -38,29 +38,6 @@ const TCG: Accel = Accel::Tcg { multi_thread: true };
 /// A working KVM prints it in well under a second; TCG in about 2 s.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// `KMATRIX_ACCEL`, parsed. Err: a value that is neither (refused up front).
-pub fn forced() -> Result<Option<Accel>, String> {
-    match std::env::var("KMATRIX_ACCEL").ok().as_deref() {
-        None | Some("") => Ok(None),
-        Some("kvm") => Ok(Some(Accel::Kvm)),
-        Some("tcg") | Some("tcg,thread=multi") => Ok(Some(Accel::Tcg { multi_thread: true })),
-        Some("tcg,thread=single") => Ok(Some(Accel::Tcg {
-            multi_thread: false,
-        })),
-        Some(other) => Err(format!(
-            "KMATRIX_ACCEL={other}: expected kvm, tcg, tcg,thread=multi or tcg,thread=single"
-        )),
-    }
-}
-
-/// The KVM device; `KMATRIX_KVM_DEVICE` points elsewhere (fault tests
-/// pretend a host has one).
-fn kvm_device() -> PathBuf {
-    std::env::var_os("KMATRIX_KVM_DEVICE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/dev/kvm".into())
-}
-
 /// Resolves `bin` on PATH (or as given when it has a slash).
 pub fn resolve(bin: &str) -> Option<PathBuf> {
     if bin.contains('/') {
@@ -76,13 +53,28 @@ pub fn resolve(bin: &str) -> Option<PathBuf> {
 pub struct Chooser {
     scratch: PathBuf,
     decided: RefCell<HashMap<Arch, Choice>>,
+    /// The accelerator the user forced (`KMATRIX_ACCEL`): no probe, no memo.
+    forced: Option<Accel>,
+    /// The KVM device to check (`/dev/kvm`; fault tests point elsewhere).
+    kvm_device: PathBuf,
+    launch: qemu::Launch,
 }
 
 impl Chooser {
-    pub fn new(scratch: PathBuf) -> Chooser {
+    /// A chooser keeping its probes and memos in `scratch`; `forced`,
+    /// `kvm_device` and `launch` come from the run-time policy.
+    pub fn new(
+        scratch: PathBuf,
+        forced: Option<Accel>,
+        kvm_device: PathBuf,
+        launch: qemu::Launch,
+    ) -> Chooser {
         Chooser {
             scratch,
             decided: RefCell::new(HashMap::new()),
+            forced,
+            kvm_device,
+            launch,
         }
     }
 
@@ -133,11 +125,11 @@ impl Chooser {
     }
 
     fn decide(&self, arch: Arch, probe_guest: impl FnOnce() -> anyhow::Result<Guest>) -> Choice {
-        let bin = qemu::binary(arch);
+        let bin = qemu::binary(arch, &self.launch);
         let memo = self.memo(arch, &bin);
-        let kvm_device = kvm_device();
+        let kvm_device = self.kvm_device.clone();
         let facts = Facts {
-            forced: forced(),
+            forced: Ok(self.forced.clone()),
             arch,
             host: Arch::host(),
             host_name: std::env::consts::ARCH,
@@ -155,7 +147,7 @@ impl Chooser {
             return c;
         }
         let c = match probe_guest() {
-            Ok(g) => probe(&bin, &g, &self.scratch),
+            Ok(g) => probe(&bin, &g, &self.scratch, &self.launch),
             Err(e) => Choice {
                 accel: TCG,
                 why: format!("KVM probe could not be prepared: {e:#}"),
@@ -183,8 +175,8 @@ impl Chooser {
             why: format!("KVM given up: {why}"),
         };
         self.decided.borrow_mut().insert(arch, c.clone());
-        if forced().ok().flatten().is_none() {
-            self.remember(&self.memo(arch, &qemu::binary(arch)), &c);
+        if self.forced.is_none() {
+            self.remember(&self.memo(arch, &qemu::binary(arch, &self.launch)), &c);
         }
         c
     }
@@ -247,7 +239,7 @@ fn without_probe(f: &Facts) -> Option<Choice> {
 
 /// Boots `g` under KVM until the kernel's first console line: KVM if it
 /// prints one and QEMU neither dies nor hangs, TCG with the reason otherwise.
-fn probe(bin: &str, g: &Guest, scratch: &Path) -> Choice {
+fn probe(bin: &str, g: &Guest, scratch: &Path, launch: &qemu::Launch) -> Choice {
     let _ = std::fs::create_dir_all(scratch);
     let mut g = g.clone();
     g.accel = Accel::Kvm;
@@ -261,7 +253,7 @@ fn probe(bin: &str, g: &Guest, scratch: &Path) -> Choice {
     // failures seen on these hosts happen (vCPU set-up, the first
     // instructions under the cells' CPU model).
     let mut printed = false;
-    let r = qemu::run_until(bin, &args, &console, PROBE_TIMEOUT, |l| {
+    let r = qemu::run_until(bin, &args, &console, PROBE_TIMEOUT, launch, |l| {
         printed = l.contains("Linux version ");
         printed
     });
@@ -531,7 +523,12 @@ mod tests {
     fn a_cell_whose_qemu_died_under_kvm_falls_back_to_tcg() {
         let scratch = std::env::temp_dir().join(format!("kmatrix-accel-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&scratch);
-        let c = Chooser::new(scratch.clone());
+        let c = Chooser::new(
+            scratch.clone(),
+            None,
+            "/dev/kvm".into(),
+            qemu::Launch::default(),
+        );
         let why = "QEMU was killed by signal 6 under -accel kvm before the guest's first report";
         let given_up = choice(TCG, &format!("KVM given up: {why}"));
         assert_eq!(Some(c.give_up(Arch::X86_64, why)), given_up);

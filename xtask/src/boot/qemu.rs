@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 
 use crate::host::proc;
 /// The accelerator value lives in plan::arch; this path is kept for runner/.
-pub use crate::plan::arch::Accel;
+use crate::plan::arch::Accel;
 use crate::plan::arch::Arch;
 use crate::util::shell_quote;
 
@@ -21,31 +21,47 @@ use crate::util::shell_quote;
 /// fill the disk; the guest keeps running.
 pub const CONSOLE_CAP: u64 = 64 << 20;
 
-/// Whether the runner pins QEMU's vCPU threads to host CPUs (default yes;
-/// `KMATRIX_PIN_VCPUS=0` or `matrix --no-pin` turns it off). On a 2-core
-/// host, left to the host scheduler a busy vCPU thread shares a core with
-/// the other vCPU or QEMU's main loop now and then, and a benchmark's
-/// round trip takes 1.8x as long for seconds at a time (measured: same-CPU
-/// seccomp notify medians per 5 samples 57..120 us unpinned, 56..73 us
-/// pinned, 6.1 x86_64 under TCG).
-pub fn pin_vcpus() -> bool {
-    std::env::var("KMATRIX_PIN_VCPUS").map_or(true, |v| v != "0")
+/// How QEMU is launched on this host: the boot side of the run-time
+/// policy, decided once by the CLI and passed down.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// Pin each vCPU thread to a host CPU (default yes; `--no-pin` or
+    /// `KMATRIX_PIN_VCPUS=0` turns it off). On a 2-core host, left to the
+    /// host scheduler a busy vCPU thread shares a core with the other vCPU
+    /// or QEMU's main loop now and then, and a benchmark's round trip takes
+    /// 1.8x as long for seconds at a time (measured: same-CPU seccomp
+    /// notify medians per 5 samples 57..120 us unpinned, 56..73 us pinned,
+    /// 6.1 x86_64 under TCG).
+    pub pin_vcpus: bool,
+    /// Keep the host CPUs busy while a guest runs (default yes;
+    /// `--no-keep-busy` or `KMATRIX_KEEP_BUSY=0` turns it off): one
+    /// SCHED_IDLE thread per CPU xtask may use spins until QEMU exits.
+    /// SCHED_IDLE runs only when nothing else wants the CPU and a waking
+    /// thread preempts it at once, so QEMU loses next to nothing; what it
+    /// buys is a host CPU that never goes idle. On a host that is itself a
+    /// VM, an idle CPU is halted by the hypervisor and comes back slow:
+    /// every time a vCPU thread sleeps (a guest CPU idles, a cross-CPU
+    /// wakeup), its host CPU did, and the guest ran at about half speed for
+    /// a while after. Measured (6.1 A/A under TCG, 6 boots a side,
+    /// seccomp_notify): boot-to-boot SD of the median 9-35% without, 3-7%
+    /// with; x86_64 cross-CPU round trip median 150-180 us without, 86-89
+    /// us with.
+    pub keep_busy: bool,
+    /// Console bytes kept (`CONSOLE_CAP`; `KMATRIX_CONSOLE_CAP` for tests).
+    pub console_cap: u64,
+    /// Where QEMU's binaries are (`KMATRIX_QEMU_DIR`); None: PATH.
+    pub qemu_dir: Option<PathBuf>,
 }
 
-/// Whether the runner keeps the host CPUs busy while a guest runs
-/// (default yes; `KMATRIX_KEEP_BUSY=0` or `matrix --no-keep-busy` turns it
-/// off): one SCHED_IDLE thread per CPU xtask may use spins until QEMU
-/// exits. SCHED_IDLE runs only when nothing else wants the CPU and a
-/// waking thread preempts it at once, so QEMU loses next to nothing; what
-/// it buys is a host CPU that never goes idle. On a host that is itself a
-/// VM, an idle CPU is halted by the hypervisor and comes back slow: every
-/// time a vCPU thread sleeps (a guest CPU idles, a cross-CPU wakeup), its
-/// host CPU did, and the guest ran at about half speed for a while after.
-/// Measured (6.1 A/A under TCG, 6 boots a side, seccomp_notify):
-/// boot-to-boot SD of the median 9-35% without, 3-7% with; x86_64
-/// cross-CPU round trip median 150-180 us without, 86-89 us with.
-pub fn keep_busy() -> bool {
-    std::env::var("KMATRIX_KEEP_BUSY").map_or(true, |v| v != "0")
+impl Default for Launch {
+    fn default() -> Launch {
+        Launch {
+            pin_vcpus: true,
+            keep_busy: true,
+            console_cap: CONSOLE_CAP,
+            qemu_dir: None,
+        }
+    }
 }
 
 /// Spins on `cpu` at SCHED_IDLE until `done`. False (and no spinning) when
@@ -137,14 +153,6 @@ fn pin_vcpu_threads(pid: u32, want: usize, done: &AtomicBool) -> usize {
     pinned.len()
 }
 
-/// The cap in force: `KMATRIX_CONSOLE_CAP` (bytes) overrides it for tests.
-pub fn console_cap() -> u64 {
-    std::env::var("KMATRIX_CONSOLE_CAP")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(CONSOLE_CAP)
-}
-
 #[derive(Debug, Clone)]
 pub struct Guest {
     pub arch: Arch,
@@ -159,12 +167,13 @@ pub struct Guest {
     pub interactive: bool,
 }
 
-pub fn binary(arch: Arch) -> String {
+/// QEMU's binary for `arch`: from `launch.qemu_dir` (another QEMU build,
+/// or one that tests make vanish), else found on PATH.
+pub fn binary(arch: Arch, launch: &Launch) -> String {
     let name = arch.info().qemu_binary;
-    // KMATRIX_QEMU_DIR picks another QEMU build (and lets tests make it vanish).
-    match std::env::var("KMATRIX_QEMU_DIR") {
-        Ok(dir) => format!("{dir}/{name}"),
-        Err(_) => name.to_string(),
+    match &launch.qemu_dir {
+        Some(dir) => format!("{}/{name}", dir.display()),
+        None => name.to_string(),
     }
 }
 
@@ -295,10 +304,19 @@ pub fn run_until(
     args: &[String],
     console: &Path,
     timeout: Duration,
+    launch: &Launch,
     on_line: impl FnMut(&str) -> bool + Send,
 ) -> std::io::Result<Exit> {
-    let placement = Placement::of(args, pin_vcpus(), keep_busy(), &allowed_cpus());
-    run_placed(bin, args, console, timeout, &placement, on_line)
+    let placement = Placement::of(args, launch.pin_vcpus, launch.keep_busy, &allowed_cpus());
+    run_placed(
+        bin,
+        args,
+        console,
+        timeout,
+        &placement,
+        launch.console_cap,
+        on_line,
+    )
 }
 
 /// What is done about QEMU's threads while it runs.
@@ -341,6 +359,7 @@ fn run_placed(
     console: &Path,
     timeout: Duration,
     placement: &Placement,
+    cap: u64,
     on_line: impl FnMut(&str) -> bool + Send,
 ) -> std::io::Result<Exit> {
     let start = Instant::now();
@@ -359,7 +378,6 @@ fn run_placed(
     let file = std::fs::File::create(console)?;
     let pid = child.id();
     let want_pinned = placement.pin_vcpus;
-    let cap = console_cap();
     let qemu_done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let qemu_done = &qemu_done;
@@ -470,7 +488,7 @@ mod tests {
         timeout: Duration,
         mut on_line: impl FnMut(&str) + Send,
     ) -> std::io::Result<Exit> {
-        run_until(bin, args, console, timeout, move |l| {
+        run_until(bin, args, console, timeout, &Launch::default(), move |l| {
             on_line(l);
             false
         })
@@ -681,6 +699,7 @@ mod tests {
                 &log,
                 Duration::from_secs(10),
                 &placement,
+                CONSOLE_CAP,
                 |_| false,
             )
             .unwrap()
@@ -744,7 +763,18 @@ mod tests {
         assert!(has_pair(&a, "-cpu", "max,pauth-impdef=on"));
         assert!(has_pair(&a, "-device", "virtio-serial-device"));
         assert!(a.iter().any(|x| x.starts_with("console=ttyAMA0")));
-        assert!(binary(Arch::Arm64).ends_with("qemu-system-aarch64"));
+        assert_eq!(
+            binary(Arch::Arm64, &Launch::default()),
+            "qemu-system-aarch64"
+        );
+        let other = Launch {
+            qemu_dir: Some("/opt/qemu/bin".into()),
+            ..Launch::default()
+        };
+        assert_eq!(
+            binary(Arch::Arm64, &other),
+            "/opt/qemu/bin/qemu-system-aarch64"
+        );
     }
 
     #[test]
@@ -841,6 +871,7 @@ mod tests {
             ],
             &log,
             Duration::from_secs(20),
+            &Launch::default(),
             |l| l.starts_with("Linux version"),
         )
         .unwrap();
@@ -851,16 +882,19 @@ mod tests {
         assert_eq!(lines, 1);
         // A flood whose size is an exact multiple of the read size still
         // gets its truncation marker.
-        std::env::set_var("KMATRIX_CONSOLE_CAP", "65536");
-        let e = run(
+        let small = Launch {
+            console_cap: 65536,
+            ..Launch::default()
+        };
+        let e = run_until(
             "sh",
             &["-c".into(), "head -c 1048576 /dev/zero".into()],
             &log,
             Duration::from_secs(20),
-            |_| {},
+            &small,
+            |_| false,
         )
         .unwrap();
-        std::env::remove_var("KMATRIX_CONSOLE_CAP");
         assert!(e.console_truncated);
         let text = std::fs::read(&log).unwrap();
         assert!(

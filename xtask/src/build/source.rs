@@ -124,12 +124,6 @@ impl Series {
         })
     }
 
-    /// The patch files of `dir` in order (plan::series, kept here for
-    /// bisect/ and cmd_report).
-    pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
-        series::files(name, dir)
-    }
-
     /// File name, subject and author of every patch, in order.
     pub fn info(&self) -> Vec<PatchInfo> {
         self.patches

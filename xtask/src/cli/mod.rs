@@ -331,9 +331,12 @@ pub fn main() -> ExitCode {
     let step = matches!(cli.cmd, Cmd::BisectStep(_));
     // A bad KMATRIX_ACCEL (or other policy variable) is refused before any
     // command, whether or not it boots anything.
-    if let Err(e) = Policy::from_env() {
-        eprintln!("error: {e:#}");
-        return ExitCode::from(2);
+    match Policy::from_env() {
+        Ok(p) => p.apply(),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
     }
     match cli.cmd.run(&env) {
         Ok(code) => ExitCode::from(code),

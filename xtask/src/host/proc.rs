@@ -33,12 +33,17 @@ pub mod limit {
         Duration::from_secs_f64((secs as f64 * step_timeout_scale()).max(0.1))
     }
 
-    /// `KMATRIX_STEP_TIMEOUT_SCALE`, 1 when unset or not a number.
+    /// The scale of every bound, set once from the run-time policy
+    /// (`KMATRIX_STEP_TIMEOUT_SCALE`) before any step runs; 1 until then.
+    static SCALE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+
+    /// Sets the scale (the first call wins: it is decided once, by the CLI).
+    pub fn set_scale(f: f64) {
+        let _ = SCALE.set(f);
+    }
+
     fn step_timeout_scale() -> f64 {
-        std::env::var("KMATRIX_STEP_TIMEOUT_SCALE")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1.0)
+        SCALE.get().copied().unwrap_or(1.0)
     }
 }
 

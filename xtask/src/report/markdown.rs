@@ -235,7 +235,7 @@ fn not_as_expected(s: &mut String, run: &Run) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::guestlog::{bench_lines, BenchLine};
+    use crate::kinds::bench::{bench_lines, BenchLine};
     use crate::schema::*;
 
     /// Metrics from a real guest run of the benchmark (6.1 + series, x86_64,

@@ -26,12 +26,13 @@ use anyhow::Result;
 
 use crate::analyze::classify::{self, BootInput, QemuEnd};
 use crate::boot::accel::{self, Choice};
-use crate::boot::qemu::{self, Accel};
+use crate::boot::qemu;
 use crate::build::guest::{self, CompileOutcome, Program};
 use crate::build::kbuild::{self, BuildOutcome, ConfigOutcome, ConfigRequest};
 use crate::build::source::{self, Base, Series, Trees};
 use crate::host::cache::Cache;
 use crate::host::events::{CellEvents, Phase, Sink};
+use crate::plan::arch::Accel;
 use crate::plan::matrix::{Cell, Matrix, TestKind};
 use crate::schema::*;
 
@@ -81,7 +82,12 @@ impl<'a> Ctx<'a> {
         policy: policy::Policy,
     ) -> Ctx<'a> {
         let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()) + 1;
-        let accel = accel::Chooser::new(cache.dir(&["probe"]));
+        let accel = accel::Chooser::new(
+            cache.dir(&["probe"]),
+            policy.accel.clone(),
+            policy.kvm_device.clone(),
+            policy.launch(),
+        );
         Ctx {
             matrix,
             repo_root,
@@ -1192,14 +1198,14 @@ fn boot_once(
         Some(results_log.clone()),
         i,
     );
-    let bin = qemu::binary(cell.arch);
+    let bin = qemu::binary(cell.arch, &ctx.policy.launch());
     let args = qemu::args(&g);
     r.reproduce.qemu = Some(qemu::shell_line(&bin, &args));
     r.logs.console = Some(console_log.clone());
     r.logs.results = Some(results_log.clone());
     let budget = Duration::from_secs(ctx.cell_timeout_s.unwrap_or(ctx.matrix.run.cell_timeout_s));
     let t = Instant::now();
-    let run = run_qemu(&bin, &args, &console_log, budget, ev);
+    let run = run_qemu(&bin, &args, &console_log, budget, &ctx.policy.launch(), ev);
     r.timings.boot_s = t.elapsed().as_secs_f64();
     let (exit, beyond_repair) = match run {
         Ok(x) => x,
@@ -1231,7 +1237,7 @@ fn boot_once(
         timed_out: exit.timed_out,
         elapsed_s: exit.elapsed.as_secs_f64(),
         console_truncated: exit.console_truncated,
-        console_cap: qemu::console_cap(),
+        console_cap: ctx.policy.console_cap,
         stderr: exit.stderr.clone(),
         stopped_at: beyond_repair
             .filter(|_| exit.stopped)
@@ -1269,10 +1275,11 @@ fn run_qemu(
     args: &[String],
     console_log: &Path,
     budget: Duration,
+    launch: &qemu::Launch,
     ev: &CellEvents,
 ) -> std::io::Result<(qemu::Exit, Option<&'static str>)> {
     let beyond_repair = std::sync::OnceLock::<&'static str>::new();
-    let exit = qemu::run_until(bin, args, console_log, budget, |line| {
+    let exit = qemu::run_until(bin, args, console_log, budget, launch, |line| {
         let l = crate::analyze::console::strip_timestamp(line);
         if let Some(rest) = l.strip_prefix("kmatrix: test ") {
             ev.phase(Phase::Tests, rest);
@@ -1350,7 +1357,7 @@ pub fn boot_interactive(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<()> {
     );
     g.extra_cmdline.push("kmatrix.shell".into());
     g.interactive = true;
-    let bin = qemu::binary(cell.arch);
+    let bin = qemu::binary(cell.arch, &ctx.policy.launch());
     let args = qemu::args(&g);
     ev.note(&format!("$ {}", qemu::shell_line(&bin, &args)));
     let st = std::process::Command::new(&bin).args(&args).status()?;

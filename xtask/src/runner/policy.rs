@@ -17,7 +17,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use crate::boot::qemu::Accel;
+use crate::boot::qemu;
+use crate::plan::arch::Accel;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Policy {
@@ -88,6 +89,21 @@ impl Policy {
         }
         p.qemu_dir = var("KMATRIX_QEMU_DIR").map(PathBuf::from);
         Ok(p)
+    }
+
+    /// How QEMU is launched under this policy.
+    pub fn launch(&self) -> qemu::Launch {
+        qemu::Launch {
+            pin_vcpus: self.pin_vcpus,
+            keep_busy: self.keep_busy,
+            console_cap: self.console_cap,
+            qemu_dir: self.qemu_dir.clone(),
+        }
+    }
+
+    /// Puts the process-wide parts in force: the host steps' time bounds.
+    pub fn apply(&self) {
+        crate::host::proc::limit::set_scale(self.step_timeout_scale);
     }
 }
 

@@ -678,7 +678,7 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod aa_fixture {
     use super::*;
-    use crate::analyze::guestlog::{bench_lines, BenchLine};
+    use crate::kinds::bench::{bench_lines, BenchLine};
 
     fn boots(side: &str, metric: &str) -> Vec<Vec<f64>> {
         (1..=6)
