@@ -1,6 +1,6 @@
 //! Which accelerator a cell boots under, and why.
 //!
-//! /dev/kvm on these hosts cannot be trusted (CONTEXT.md): on one machine a
+//! /dev/kvm on hosts that are themselves VMs cannot be trusted: on one machine a
 //! guest hung forever at 100% sys, on another a boot-sector probe ran and
 //! then `-accel kvm -cpu max` aborted QEMU at once (`failed to set MSR
 //! 0x10a`, an assertion in kvm_buf_set_msrs). So:

@@ -406,8 +406,8 @@ mod tests {
         s
     }
 
-    /// Issue 8, item 4: the list of sources is part of the key, as are
-    /// their bytes and the libraries.
+    /// The list of sources is part of the key, as are their bytes and the
+    /// libraries.
     #[test]
     fn program_key_covers_sources_list_bytes_and_libs() {
         let a = |n: &str, b: &str| (n.to_string(), b.as_bytes().to_vec());

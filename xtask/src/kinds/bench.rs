@@ -310,7 +310,7 @@ mod tests {
         assert!(slow > 1.3 * fast, "set aside {slow} vs kept {fast}");
     }
 
-    // Issue 9's guest programs: their real stdout on the development host
+    // The rseq, membarrier and mm_cid guest programs: their real stdout on the development host
     // (x86_64, 2 vCPUs, not a guest), through the same `interpret`.
 
     fn fixture(name: &str) -> String {

@@ -133,8 +133,8 @@ impl<'de> serde::Deserialize<'de> for Arch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Accel {
     Kvm,
-    /// Multi-threaded TCG is fast but has raced runtime code patching
-    /// (CONTEXT.md): results record which one ran.
+    /// Multi-threaded TCG is fast but has raced the kernel's runtime code
+    /// patching on these hosts: results record which one ran.
     Tcg {
         multi_thread: bool,
     },

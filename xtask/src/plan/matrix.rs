@@ -85,7 +85,7 @@ pub struct MetricSpec {
     /// (0.1) for a latency whose noise only ever adds time: on a shared
     /// host the slow episodes move a boot's median by up to 1.8x while
     /// its 10th percentile stays within a few percent (seccomp notify
-    /// under TCG, A/A runs in the closing note of issue 12).
+    /// under TCG, A/A runs: docs/measurements.md).
     #[serde(default)]
     pub quantile: Option<f64>,
 }

@@ -207,13 +207,5 @@ mod tests {
             "{}",
             arm[0].split_note()
         );
-        // This check belongs with the schedule's tests; it stays here, on
-        // the fixture's comparisons, until those can take it.
-        let more = crate::runner::schedule::undecided(&cs, |_, _| true);
-        assert!(
-            more.iter()
-                .any(|(id, c)| *id == arm[0].new_cell && c.split.is_some()),
-            "{more:?}"
-        );
     }
 }

@@ -266,7 +266,7 @@ mod tests {
     }
 
     fn comparison(base: &str, new: &str, metric: &str, verdict: Verdict) -> Comparison {
-        let mut c = crate::report::compare::aa_fixture::sample_comparison();
+        let mut c = crate::stats::compare::aa_fixture::sample_comparison();
         c.base_cell = base.into();
         c.new_cell = new.into();
         c.base_metric = metric.into();
@@ -388,5 +388,19 @@ mod tests {
             None,
         ];
         assert_eq!(finishable(&cells), vec![2, 4]);
+    }
+
+    /// On a real run whose arm64 boots never reached the costly host state
+    /// (all 6 below the split), the split pair wants more boots.
+    #[test]
+    fn a_real_run_that_never_saw_the_claimed_state_wants_more_boots() {
+        let (run, m) = crate::stats::compare::aa_fixture::fixture_run("sync-host-phases");
+        let cs = crate::stats::compare::compare(&run, &m);
+        let more = undecided(&cs, |_, _| true);
+        assert!(
+            more.iter()
+                .any(|(id, c)| *id == "6.1/seccomp-sync-wakeup/arm64/tiny" && c.split.is_some()),
+            "{more:?}"
+        );
     }
 }
