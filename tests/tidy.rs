@@ -238,3 +238,57 @@ fn stage_folders_import_only_lower_layers() {
         bad.join("\n")
     );
 }
+
+/// Every source file the documents name exists: the docs move with the code.
+#[test]
+fn source_files_named_in_the_docs_exist() {
+    let re = regex::Regex::new(r"xtask/src/[a-z_/]+\.rs").unwrap();
+    let mut docs = files("docs", &|p| ext(p, "md"));
+    docs.extend(["README.md", "ARCHITECTURE.md", "matrix.toml"].map(|f| root().join(f)));
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for d in docs {
+        let text = std::fs::read_to_string(&d).unwrap();
+        for m in re.find_iter(&text) {
+            named += 1;
+            if !root().join(m.as_str()).exists() {
+                missing.push(format!(
+                    "{}: {}",
+                    d.strip_prefix(root()).unwrap().display(),
+                    m.as_str()
+                ));
+            }
+        }
+    }
+    assert!(
+        named > 0,
+        "no source file named anywhere: the pattern is broken"
+    );
+    assert!(
+        missing.is_empty(),
+        "named but not there:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// The README is a quick start: short, and a newcomer finds how to run
+/// their own branch on its first screen.
+#[test]
+fn the_readme_is_a_quick_start() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.len() <= 160,
+        "README.md has {} lines; reference material goes to docs/",
+        lines.len()
+    );
+    let first = lines.iter().position(|l| l.contains("--tree"));
+    assert!(
+        first.is_some_and(|i| i < 50),
+        "`--tree` (your own branch) first appears at line {:?} of README.md",
+        first.map(|i| i + 1)
+    );
+    for cmd in ["cargo xtask matrix", "cargo test"] {
+        assert!(text.contains(cmd), "README.md does not give `{cmd}`");
+    }
+}
