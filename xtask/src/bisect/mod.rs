@@ -730,3 +730,92 @@ pub fn checkout(
     );
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix() -> Matrix {
+        let text = std::fs::read_to_string(crate::golden::repo_file("matrix.toml")).unwrap();
+        Matrix::parse("matrix.toml", &text).unwrap()
+    }
+
+    #[test]
+    fn a_test_step_boots_once_and_a_metric_step_as_often_as_the_matrix_says() {
+        let m = matrix();
+        let case = Predicate::Outcome {
+            test: "seccomp_bpf".into(),
+            case: None,
+            bad: vec![Outcome::Fail],
+        };
+        let metric = Predicate::Regression {
+            metric: "seccomp_notify.default.same-cpu".into(),
+            pct: 10.0,
+        };
+        assert_eq!(first_boots(None, &case, &m), 1);
+        assert_eq!(first_boots(None, &Predicate::NewFailures, &m), 1);
+        assert_eq!(first_boots(None, &metric, &m), m.run.boots);
+        assert_eq!(m.run.boots, 6, "the default matrix's run.boots");
+        assert_eq!(first_boots(Some(4), &metric, &m), 4);
+    }
+
+    #[test]
+    fn a_step_records_its_verdict_and_where_its_build_came_from() {
+        let mut r = CellResult::blank("6.1/s@3/x86_64/tiny", Outcome::Fail);
+        r.timings.build_s = 6.66;
+        r.timings.build_incremental = true;
+        let s = step_of(
+            3,
+            &r,
+            &Verdict::Bad("fail".into()),
+            2,
+            "cargo xtask matrix".into(),
+        );
+        assert_eq!((s.prefix, s.judgement, s.boots), (3, Judgement::Bad, 2));
+        assert_eq!(
+            (s.judgement_str(), s.build_text()),
+            ("bad", "6.7s incremental".to_string())
+        );
+        let s = step_of(
+            0,
+            &r,
+            &Verdict::Unclear("straddles".into()),
+            1,
+            String::new(),
+        );
+        assert_eq!(
+            (s.judgement, s.reason.as_str()),
+            (Judgement::Skip, "straddles")
+        );
+        r.outcome = Outcome::BuildError;
+        assert_eq!(
+            step_of(9, &r, &Verdict::Skip("no".into()), 1, String::new()).build_text(),
+            "failed"
+        );
+        r.outcome = Outcome::ApplyError;
+        assert_eq!(
+            step_of(9, &r, &Verdict::Skip("no".into()), 1, String::new()).build_text(),
+            "not applied"
+        );
+    }
+
+    #[test]
+    fn checkout_refuses_a_kernel_the_matrix_does_not_have() {
+        let dir = std::env::temp_dir().join(format!("kmatrix-co-{}", std::process::id()));
+        let cache = cache::Cache::open(dir.join("cache"), false).unwrap();
+        let e = checkout(
+            matrix(),
+            Path::new("/"),
+            &cache,
+            "9.9",
+            &dir.join("dest"),
+            &Sources::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel 9.9 is not in the matrix; known: 6.1, 6.12"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
