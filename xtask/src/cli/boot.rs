@@ -19,7 +19,7 @@ pub struct BootCmd {
 
 impl BootCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
-        let m = self.matrix.load(env)?;
+        let m = self.matrix.load_checked(env)?;
         let filters = Filters {
             cell: vec![self.cell.clone()],
             ..Default::default()
