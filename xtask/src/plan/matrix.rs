@@ -619,7 +619,16 @@ impl Matrix {
                 let hint = number_at(text, offset)
                     .map(|h| format!("; {h}"))
                     .unwrap_or_default();
-                bail!("{}: {}{hint}", at.place(offset), e.message().trim_end());
+                let mut msg = e.message().trim_end().to_string();
+                if msg.is_empty() {
+                    // toml says nothing of some characters (NUL, controls).
+                    let c = text.get(offset..).and_then(|t| t.chars().next());
+                    msg = match c {
+                        Some(c) => format!("unexpected character {c:?}, expected TOML"),
+                        None => "unexpected end of the file, expected TOML".to_string(),
+                    };
+                }
+                bail!("{}: {msg}{hint}", at.place(offset));
             }
         };
         m.validate(&Spans::new(path, text))?;
@@ -2014,6 +2023,13 @@ reason = "r"
                 "{to}: {e}"
             );
         }
+        // A character toml names no problem for: it, and where.
+        let bad = default_with("# Per-boot budget", "# Per-boot\u{0} budget");
+        let e = parse_err(&bad);
+        assert!(
+            e.starts_with("matrix.toml:17:11: unexpected character '\\0', expected TOML"),
+            "{e}"
+        );
         let bad = default_with("timeout_s = 300", "timeout_s = -300");
         assert!(
             parse_err(&bad).ends_with("; [test] timeout_s: expected 1..=86400 seconds"),

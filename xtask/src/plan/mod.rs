@@ -5,6 +5,8 @@ pub mod arch;
 pub mod expect;
 pub mod files;
 pub mod matrix;
+#[cfg(test)]
+mod mutations;
 pub mod series;
 pub mod spans;
 pub mod variants;

@@ -41,11 +41,12 @@ macro_rules! keys {
 }
 pub(crate) use keys;
 
-/// matrix.toml's name and text, and its syntax tree for lookups.
+/// matrix.toml's name and text, and its syntax tree for lookups (parsed
+/// on the first lookup: only an error needs it).
 pub struct Spans<'a> {
     pub path: &'a str,
     pub text: &'a str,
-    doc: Option<ImDocument<&'a str>>,
+    doc: std::cell::OnceCell<Option<ImDocument<&'a str>>>,
 }
 
 #[derive(Clone, Copy)]
@@ -94,14 +95,15 @@ impl<'a> Spans<'a> {
         Spans {
             path,
             text,
-            doc: ImDocument::parse(text).ok(),
+            doc: std::cell::OnceCell::new(),
         }
     }
 
     /// Walks `keys` as far as they go: the span of the deepest value found
     /// (else of its key), and of its key.
     fn walk(&self, keys: &[Seg]) -> (Range<usize>, Option<Range<usize>>) {
-        let Some(doc) = &self.doc else {
+        let doc = self.doc.get_or_init(|| ImDocument::parse(self.text).ok());
+        let Some(doc) = doc else {
             return (0..0, None);
         };
         let mut node = Node::Table(doc.as_table());
