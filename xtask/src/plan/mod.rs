@@ -2,6 +2,8 @@
 //! do. Pure, but for listing a series directory (series.rs) and checking
 //! that the files a matrix names exist (files.rs).
 pub mod arch;
+#[cfg(test)]
+mod doc_examples;
 pub mod expect;
 pub mod files;
 pub mod matrix;
