@@ -19,7 +19,7 @@ use crate::plan::matrix::{Filters, Matrix};
 
 /// Mutated matrices per run: a few seconds of a debug build.
 const ITERATIONS: usize = 1500;
-const SEED: u64 = 0x6b6d_6174_7269_78;
+const SEED: u64 = 0x006b_6d61_7472_6978;
 
 /// Values a number (or any value) is replaced with.
 const VALUES: &[&str] = &[
