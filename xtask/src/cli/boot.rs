@@ -24,7 +24,10 @@ impl BootCmd {
             cell: vec![self.cell.clone()],
             ..Default::default()
         };
-        let cells = m.cells(&filters)?;
+        // CELL is checked before the cache is opened, like --cell.
+        let cells = m
+            .cells(&filters)
+            .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--cell ", "CELL ", 1)))?;
         let Some(cell) = cells.first() else {
             anyhow::bail!(
                 "{}: no such cell in the matrix (see `cargo xtask list`)",
