@@ -645,10 +645,10 @@ impl Matrix {
         self.validate_tests(at)?;
         self.validate_expectations(at)?;
         self.validate_comparisons(at)?;
-        if let Err(e) = self.cells(&Filters::default()) {
+        if self.cells(&Filters::default()).is_err() {
             return Err(at.err_at(
                 keys!["run"],
-                format!("the matrix makes no cell ({e}): expected kernels, arches, configs and tests that give one"),
+                "the matrix makes no cell: expected a kernel with a config (its `configs`, else run.configs) whose tests (its `tests`, else run.tests) are not empty",
             ));
         }
         Ok(())
@@ -2137,6 +2137,13 @@ reason = "r"
                 "x",
                 "x",
                 "run.arches is empty",
+            ),
+            (
+                "configs = [\"tiny\"]",
+                "configs = []",
+                "configs = [\"tiny\", \"wide\"]",
+                "configs = []",
+                "matrix.toml:7:1: the matrix makes no cell",
             ),
             (
                 "tests = [\"mm_cid\"]",
