@@ -960,44 +960,7 @@ impl Matrix {
             if let Some(msg) = missing {
                 return Err(at.err_key(here, format!("[test.{name}] {msg}")));
             }
-            let needs = t.needs.iter().enumerate().map(|(i, n)| {
-                (
-                    n,
-                    [
-                        Seg::Key("test"),
-                        Seg::Key(name),
-                        Seg::Key("needs"),
-                        Seg::Index(i),
-                    ]
-                    .to_vec(),
-                )
-            });
-            let program_needs = t.programs.iter().enumerate().flat_map(|(p, prog)| {
-                prog.needs.iter().enumerate().map(move |(i, n)| {
-                    (
-                        n,
-                        [
-                            Seg::Key("test"),
-                            Seg::Key(name),
-                            Seg::Key("programs"),
-                            Seg::Index(p),
-                            Seg::Key("needs"),
-                            Seg::Index(i),
-                        ]
-                        .to_vec(),
-                    )
-                })
-            });
-            for (n, keys) in needs.chain(program_needs) {
-                if !n.starts_with("CONFIG_") || n.contains('=') || n.contains(char::is_whitespace) {
-                    return Err(at.err_at(
-                        &keys,
-                        format!(
-                            "[test.{name}] needs `{n}`: expected a Kconfig symbol, CONFIG_NAME"
-                        ),
-                    ));
-                }
-            }
+            test_needs(at, name, t)?;
             if let Some(b) = t.boots {
                 in_range(
                     at,
@@ -1018,29 +981,7 @@ impl Matrix {
                     " seconds",
                 )?;
             }
-            let mut symbols = Vec::new();
-            for line in &t.config {
-                match parse_config_line(line.get_ref()) {
-                    None => {
-                        return Err(at.err(
-                            line.span(),
-                            format!(
-                                "`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`",
-                                line.get_ref()
-                            ),
-                        ))
-                    }
-                    Some((sym, _)) if symbols.contains(&sym) => {
-                        return Err(at.err(
-                            line.span(),
-                            format!(
-                                "[test.{name}] config sets {sym} twice; expected each option once"
-                            ),
-                        ))
-                    }
-                    Some((sym, _)) => symbols.push(sym),
-                }
-            }
+            test_config(at, name, t)?;
             once_at(
                 at,
                 keys!["test", name, "sources"],
@@ -1430,6 +1371,73 @@ pub fn parse_config_line(line: &str) -> Option<(String, String)> {
     }
     let (k, v) = line.split_once('=')?;
     (k.starts_with("CONFIG_") && !v.is_empty()).then(|| (k.to_string(), v.to_string()))
+}
+
+/// A test's `needs` (and its programs'): Kconfig symbols, CONFIG_NAME.
+fn test_needs(at: &Spans, name: &str, t: &TestSpec) -> Result<()> {
+    let needs = t.needs.iter().enumerate().map(|(i, n)| {
+        (
+            n,
+            [
+                Seg::Key("test"),
+                Seg::Key(name),
+                Seg::Key("needs"),
+                Seg::Index(i),
+            ]
+            .to_vec(),
+        )
+    });
+    let program_needs = t.programs.iter().enumerate().flat_map(|(p, prog)| {
+        prog.needs.iter().enumerate().map(move |(i, n)| {
+            (
+                n,
+                [
+                    Seg::Key("test"),
+                    Seg::Key(name),
+                    Seg::Key("programs"),
+                    Seg::Index(p),
+                    Seg::Key("needs"),
+                    Seg::Index(i),
+                ]
+                .to_vec(),
+            )
+        })
+    });
+    for (n, keys) in needs.chain(program_needs) {
+        if !n.starts_with("CONFIG_") || n.contains('=') || n.contains(char::is_whitespace) {
+            return Err(at.err_at(
+                &keys,
+                format!("[test.{name}] needs `{n}`: expected a Kconfig symbol, CONFIG_NAME"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A test's `config` lines: each an option line, no option set twice.
+fn test_config(at: &Spans, name: &str, t: &TestSpec) -> Result<()> {
+    let mut symbols = Vec::new();
+    for line in &t.config {
+        match parse_config_line(line.get_ref()) {
+            None => {
+                return Err(at.err(
+                    line.span(),
+                    format!(
+                        "`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`",
+                        line.get_ref()
+                    ),
+                ))
+            }
+            Some((sym, _)) if symbols.contains(&sym) => {
+                return Err(at.err(
+                    line.span(),
+                    format!("[test.{name}] config sets {sym} twice; expected each option once"),
+                ))
+            }
+            Some((sym, _)) => symbols.push(sym),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
