@@ -10,7 +10,9 @@ use anyhow::{bail, Context, Result};
 
 use crate::plan::matrix::Matrix;
 use crate::report::{compare, gha, html, junit, kcidb, markdown};
-use crate::schema::{Run, SCHEMA_VERSION};
+use crate::schema::Run;
+use crate::stats::bootstrap::never;
+use crate::stats::intervals::MedianCis;
 
 /// `DIR/results.json`, or the file itself when given one.
 pub fn results_file(p: &Path) -> PathBuf {
@@ -21,23 +23,10 @@ pub fn results_file(p: &Path) -> PathBuf {
     }
 }
 
-/// Loads a results.json, checking its schema version before its shape so
-/// the refusal says "schema N" rather than a serde error.
+/// Loads and checks a results.json (`schema::Run::load`: an error names
+/// the file and what is wrong in it).
 pub fn load_run(p: &Path) -> Result<Run> {
-    let file = results_file(p);
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read {}", file.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not valid JSON", file.display()))?;
-    match v.get("schema").and_then(|s| s.as_u64()) {
-        Some(n) if n == u64::from(SCHEMA_VERSION) => {}
-        Some(n) => bail!(
-            "{} has results.json schema {n}; this harness reads and writes schema {SCHEMA_VERSION}",
-            file.display()
-        ),
-        None => bail!("{} has no results.json schema number", file.display()),
-    }
-    serde_json::from_value(v).with_context(|| format!("{} is not a results.json", file.display()))
+    Run::load(&results_file(p))
 }
 
 /// The patch set of every variant of `run` that is a series of the matrix
@@ -127,24 +116,136 @@ impl Targets {
     }
 }
 
-/// Writes the reports of `run`; `m` gives the series for KCIDB's patch sets.
-pub fn write_reports(root: &Path, run: &Run, m: Option<&Matrix>, t: &Targets) -> Result<()> {
+impl Targets {
+    /// The files to be written.
+    pub fn paths(&self) -> Vec<&Path> {
+        [&self.junit, &self.html, &self.kcidb]
+            .into_iter()
+            .flatten()
+            .map(PathBuf::as_path)
+            .collect()
+    }
+}
+
+/// Whether the command was interrupted (Ctrl-C, SIGTERM): the reading
+/// commands ask between runs, comparisons and reports, and the
+/// statistics inside each bootstrap.
+pub fn stop() -> bool {
+    crate::host::signals::interrupted()
+}
+
+/// An error once interrupted: the command ends (exit 2) before it writes
+/// anything more.
+pub fn check_interrupted() -> Result<()> {
+    if stop() {
+        bail!("interrupted: nothing written");
+    }
+    Ok(())
+}
+
+/// Files written all or nothing: each first to a temporary name in its
+/// own directory; `commit` renames them all into place once every one is
+/// written. Whatever is not committed (an error, an interrupt) is removed
+/// when this is dropped, so a failed command leaves no file behind and
+/// replaces none.
+#[derive(Default)]
+pub struct Staged {
+    /// (temporary, final) paths.
+    files: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Staged {
+    /// Refuses before anything is made when a target's directory does not
+    /// exist (a typo must not cost a run's other files) or the target is a
+    /// directory.
+    pub fn check(paths: &[&Path]) -> Result<()> {
+        for p in paths {
+            let dir = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            if !dir.is_dir() {
+                bail!(
+                    "cannot write {}: no directory {} (nothing was written)",
+                    p.display(),
+                    dir.display()
+                );
+            }
+            if p.is_dir() {
+                bail!(
+                    "cannot write {}: it is a directory (nothing was written)",
+                    p.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `data` to a temporary file beside `path`.
+    pub fn add(&mut self, path: &Path, data: &[u8]) -> Result<()> {
+        let name = path
+            .file_name()
+            .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        self.files.push((tmp.clone(), path.to_path_buf()));
+        std::fs::write(&tmp, data).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Every file into place, unless interrupted meanwhile.
+    pub fn commit(mut self) -> Result<()> {
+        check_interrupted()?;
+        for (tmp, path) in std::mem::take(&mut self.files) {
+            std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (tmp, _) in &self.files {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Renders the reports of `run` into `staged`; `m` gives the series for
+/// KCIDB's patch sets, `cis` the metrics' median CIs (shared with the
+/// summary, given up on when interrupted).
+pub fn stage_reports(
+    staged: &mut Staged,
+    root: &Path,
+    run: &Run,
+    m: Option<&Matrix>,
+    t: &Targets,
+    cis: &MedianCis,
+) -> Result<()> {
     if let Some(p) = &t.junit {
         let xml = junit::junit(run)
             .to_string()
             .map_err(|e| anyhow::anyhow!("JUnit: {e}"))?;
-        std::fs::write(p, xml).with_context(|| format!("writing {}", p.display()))?;
+        staged.add(p, xml.as_bytes())?;
     }
+    check_interrupted()?;
     if let Some(p) = &t.html {
-        std::fs::write(p, html::html(run)).with_context(|| format!("writing {}", p.display()))?;
+        staged.add(p, html::html(run, cis).as_bytes())?;
     }
+    check_interrupted()?;
     if let Some(p) = &t.kcidb {
         let ps = m.map(|m| patchsets(root, m, run)).unwrap_or_default();
-        let doc = kcidb::kcidb(run, &ps);
-        std::fs::write(p, serde_json::to_string_pretty(&doc)?)
-            .with_context(|| format!("writing {}", p.display()))?;
+        let doc = kcidb::kcidb(run, &ps, cis);
+        staged.add(p, serde_json::to_string_pretty(&doc)?.as_bytes())?;
     }
-    Ok(())
+    check_interrupted()
+}
+
+/// Writes the reports of `run`, all or none; `m` gives the series for
+/// KCIDB's patch sets.
+pub fn write_reports(root: &Path, run: &Run, m: Option<&Matrix>, t: &Targets) -> Result<()> {
+    Staged::check(&t.paths())?;
+    let mut staged = Staged::default();
+    stage_reports(&mut staged, root, run, m, t, &MedianCis::new(&never))?;
+    staged.commit()
 }
 
 /// The reports `matrix` writes beside results.json; a failure is a
@@ -181,7 +282,12 @@ pub fn publish_github(run: &Run, summary: impl FnOnce() -> String) {
 }
 
 pub fn summary(run: &Run) -> String {
-    markdown::markdown(run) + &compare::markdown(&run.comparisons)
+    summary_with(run, &MedianCis::new(&never))
+}
+
+/// `summary` with the metrics' median CIs from `cis`.
+pub fn summary_with(run: &Run, cis: &MedianCis) -> String {
+    markdown::markdown(run, cis) + &compare::markdown(&run.comparisons)
 }
 
 /// Exit code as `matrix` gives it: 1 when a cell is not as expected (each
