@@ -61,7 +61,6 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .v-regressed { background: #ffebe9; color: #a40e26; }
 .v-no-change { background: #ddf4ff; color: #0a3069; }
 .v-too-noisy, .v-too-few-samples { background: #fff8c5; color: #7d4e00; }
-.v-cannot-compare { background: #eaeef2; color: #1d2126; }
 .no { color: #a40e26; font-weight: 700; }
 tr.bad td { background: #fff5f5; }
 details { margin-top: 4px; } summary { cursor: pointer; color: #0969da; }
@@ -76,12 +75,19 @@ fn outcome(o: Outcome) -> String {
 }
 
 fn verdict(c: &Comparison) -> String {
-    let why = match (&c.verdict, &c.reason) {
-        (Verdict::CannotCompare, Some(r)) => format!(" <span class=meta>{}</span>", esc(r)),
-        _ => String::new(),
+    // Styled here, not in STYLE: a page without such a comparison is
+    // the same as before the verdict existed.
+    let (style, why) = match (&c.verdict, &c.reason) {
+        (Verdict::CannotCompare, r) => (
+            r#" style="background: #eaeef2; color: #1d2126""#,
+            r.as_ref().map_or(String::new(), |r| {
+                format!(" <span class=meta>{}</span>", esc(r))
+            }),
+        ),
+        _ => ("", String::new()),
     };
     format!(
-        r#"<span class="v v-{}">{}</span>{why}"#,
+        r#"<span class="v v-{}"{style}>{}</span>{why}"#,
         c.verdict.as_str(),
         esc(c.verdict.describe())
     )

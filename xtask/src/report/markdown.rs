@@ -163,12 +163,16 @@ fn metrics_table(s: &mut String, run: &Run, cis: &MedianCis) {
 /// (None: no target declared).
 fn metric_row(c: &CellResult, m: &Metric, x: &Summary, cis: &MedianCis) -> (String, Option<bool>) {
     let median_ci = cis.get(m, x);
-    let half = ci_half_pct(median_ci, x.median).filter(|h| h.is_finite());
+    let half = ci_half_pct(median_ci, x.median);
     let mut ci = match (median_ci, half) {
-        (Some((lo, hi)), Some(h)) => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
-        (Some(_), None) => "-".to_string(),
+        (Some((lo, hi)), Some(h)) if h.is_finite() => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
+        // Samples too large for the precision figure.
+        (Some(_), Some(_)) => "-".to_string(),
+        // No interval over several boots, one of them without samples.
+        (None, _) if x.n >= 6 => "-".to_string(),
         _ => "n < 6".to_string(),
     };
+    let half = half.filter(|h| h.is_finite());
     let over = m.target_ci_pct.map(|target| {
         let over = half.is_none_or(|h| h > target);
         if over {

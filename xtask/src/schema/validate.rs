@@ -99,7 +99,7 @@ fn check_metric(at: &str, m: &Metric) -> Result<(), Invalid> {
         None => Err(invalid(
             format!("{at}.boot_sizes"),
             format!(
-                "the boot sizes add up to more than {} ({}), not to its {} samples",
+                "the boot sizes add up to more than {} (they overflow); {} has {} samples",
                 usize::MAX,
                 m.name,
                 m.samples.len()
@@ -108,9 +108,9 @@ fn check_metric(at: &str, m: &Metric) -> Result<(), Invalid> {
         Some(n) if n != m.samples.len() => Err(invalid(
             format!("{at}.boot_sizes"),
             format!(
-                "the boot sizes add up to {n}, not to its {} samples ({})",
-                m.samples.len(),
-                m.name
+                "the boot sizes add up to {n}; {} has {} samples",
+                m.name,
+                m.samples.len()
             ),
         )),
         Some(_) => Ok(()),
@@ -212,7 +212,10 @@ mod tests {
         assert_eq!(e.path, "cells[0].metrics[1].boot_sizes");
         assert!(e.what.contains("more than"), "{e}");
         let e = check(metric(&[1.0, 2.0, 3.0], &[1, 1])).unwrap_err();
-        assert_eq!(e.to_string(), "cells[0].metrics[1].boot_sizes: the boot sizes add up to 2, not to its 3 samples (b.x)");
+        assert_eq!(
+            e.to_string(),
+            "cells[0].metrics[1].boot_sizes: the boot sizes add up to 2; b.x has 3 samples"
+        );
         let e = check(metric(&[1.0, f64::NAN], &[])).unwrap_err();
         assert_eq!(e.path, "cells[0].metrics[1].samples[1]");
         let e = check(metric(&[f64::INFINITY], &[])).unwrap_err();
@@ -265,7 +268,7 @@ mod tests {
         ));
         assert_eq!(
             e,
-            format!("{name}: cells[0].metrics[0].boot_sizes: the boot sizes add up to more than {} (b.x), not to its 3 samples", usize::MAX)
+            format!("{name}: cells[0].metrics[0].boot_sizes: the boot sizes add up to more than {} (they overflow); b.x has 3 samples", usize::MAX)
         );
         assert_eq!(
             load(&format!("{good} {{}}")).split(": ").nth(1),

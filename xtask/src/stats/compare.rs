@@ -180,8 +180,13 @@ pub fn judge(
         ("the new side's standard deviation", sn.stddev),
     ];
     if let Some((what, v)) = figures.iter().find(|(_, v)| !v.is_finite()) {
+        let why = if v.is_nan() {
+            "is not a number"
+        } else {
+            "overflows"
+        };
         return Some(cannot(format!(
-            "{what} is {v}, not a number: the samples are beyond what double precision computes with"
+            "{what} {why}: the samples are beyond what double precision computes with"
         )));
     }
     let few = base.len() < 3 || new.len() < 3;
