@@ -102,12 +102,15 @@ impl<'a> Ranked<'a> {
     /// Boot `b` resampled to its own size into `out`: `rng.below(len)` per
     /// sample, as drawing the samples would.
     fn draw_boot(&self, b: usize, rng: &mut Xoshiro256, out: &mut Resample) {
-        let ranks = &self.ranks[b];
-        let n = self.boots[b].len();
-        for _ in 0..n {
+        let ranks = &self.ranks[b][..];
+        let n = ranks.len();
+        let start = out.drawn.len();
+        out.drawn.resize(start + n, 0);
+        let (drawn, hist) = (&mut out.drawn[start..], &mut out.hist[..]);
+        for slot in drawn.iter_mut() {
             let r = ranks[rng.below(n)];
-            out.hist[(r >> self.shift) as usize] += 1;
-            out.drawn.push(r);
+            hist[(r >> self.shift) as usize] += 1;
+            *slot = r;
         }
     }
 }
@@ -158,19 +161,24 @@ impl Resample {
             }
             last = last.min(self.hist.len() - 1);
         }
-        let (lo, hi) = (first as u32, last as u32);
-        self.near.clear();
-        self.near.extend(
-            self.drawn
-                .iter()
-                .copied()
-                .filter(|r| (lo..=hi).contains(&(r >> side.shift))),
-        );
-        self.near.sort_unstable();
+        // The draws in buckets first..=last, without a branch per draw:
+        // each is written, and kept when in range.
+        let (lo, span) = (first as u32, (last - first) as u32);
+        if self.near.len() < self.drawn.len() {
+            self.near.resize(self.drawn.len(), 0);
+        }
+        let near = &mut self.near[..];
+        let mut len = 0;
+        for &r in &self.drawn {
+            near[len] = r;
+            len += usize::from((r >> side.shift).wrapping_sub(lo) <= span);
+        }
+        let near = &mut near[..len];
+        near.sort_unstable();
         let at = k - below;
         (
-            side.by_rank[self.near[at] as usize],
-            self.near.get(at + 1).map(|&r| side.by_rank[r as usize]),
+            side.by_rank[near[at] as usize],
+            near.get(at + 1).map(|&r| side.by_rank[r as usize]),
         )
     }
 }
@@ -527,6 +535,108 @@ mod tests {
         assert_eq!(
             median_ci_boots(&b, &draws(0.95, 400, 0x6b6d)),
             Some((96.0, 110.0))
+        );
+    }
+
+    /// The resampling as it was first written: each resample's samples
+    /// copied, then their quantile by selection (`location_in_place`).
+    /// The ranks must give the same intervals to the bit.
+    fn by_copying(base: &[&[f64]], new: &[&[f64]], q: f64, paired: bool, d: &Draws) -> (f64, f64) {
+        use crate::stats::location::location_in_place;
+        let copy = |boots: &[&[f64]], pick: &[usize], rng: &mut Xoshiro256| {
+            let mut buf = Vec::new();
+            for &i in pick {
+                let c = boots[i];
+                for _ in 0..c.len() {
+                    buf.push(c[rng.below(c.len())]);
+                }
+            }
+            location_in_place(&mut buf, q)
+        };
+        let mut rng = Xoshiro256::new(d.seed);
+        let mut pcts = Vec::new();
+        for _ in 0..d.resamples {
+            let (mb, mn) = if base.len() <= 1 && new.len() <= 1 {
+                (copy(base, &[0], &mut rng), copy(new, &[0], &mut rng))
+            } else {
+                let pb: Vec<usize> = (0..base.len()).map(|_| rng.below(base.len())).collect();
+                let pn: Vec<usize> = if paired && base.len() == new.len() {
+                    pb.clone()
+                } else {
+                    (0..new.len()).map(|_| rng.below(new.len())).collect()
+                };
+                (copy(base, &pb, &mut rng), copy(new, &pn, &mut rng))
+            };
+            pcts.push(if mb == 0.0 && mn == 0.0 {
+                0.0
+            } else {
+                pct_of(mn, mb)
+            });
+        }
+        pcts.sort_by(f64::total_cmp);
+        d.interval(&pcts)
+    }
+
+    /// Samples with ties, zeros of both signs and boots of every size,
+    /// every quantile the matrix declares: the intervals from ranks are
+    /// those from copying and selecting, bit for bit.
+    #[test]
+    fn ranks_give_the_intervals_of_copying_every_resample() {
+        let mut rng = Xoshiro256::new(99);
+        for case in 0..60u64 {
+            let boots = |rng: &mut Xoshiro256, k: usize| -> Vec<Vec<f64>> {
+                (0..k)
+                    .map(|_| {
+                        let n = 1 + rng.below(if case % 3 == 0 { 300 } else { 12 });
+                        (0..n)
+                            .map(|_| match rng.below(10) {
+                                0 => 0.0,
+                                1 => -0.0,
+                                2 => 7.0,
+                                _ => 50.0 + rng.below(1000) as f64 / 7.0,
+                            })
+                            .collect()
+                    })
+                    .collect()
+            };
+            let (kb, kn) = (1 + rng.below(4), 1 + rng.below(4));
+            let (b, n) = (boots(&mut rng, kb), boots(&mut rng, kn));
+            let (b, n): (Vec<&[f64]>, Vec<&[f64]>) = (
+                b.iter().map(|v| &v[..]).collect(),
+                n.iter().map(|v| &v[..]).collect(),
+            );
+            let q = [0.5, 0.1, 0.9, 0.25][rng.below(4)];
+            let paired = rng.below(2) == 0;
+            let d = draws(0.95, 300, case);
+            let Some(ci) = quantile_change_ci_boots(&b, &n, q, paired, &d) else {
+                continue;
+            };
+            let want = by_copying(&b, &n, q, paired, &d);
+            assert_eq!(
+                (ci.lo.to_bits(), ci.hi.to_bits()),
+                (want.0.to_bits(), want.1.to_bits()),
+                "case {case}: q {q} paired {paired} {kb} vs {kn} boots"
+            );
+        }
+    }
+
+    /// How long a resample of many samples takes, ranks against copying:
+    /// `cargo test --bin xtask resampling_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn resampling_cost() {
+        let big: Vec<Vec<f64>> = (0..3).map(|i| wobbly(43_400, 100.0, 6.0, i)).collect();
+        let b: Vec<&[f64]> = big.iter().map(|v| &v[..]).collect();
+        let d = draws(0.95, 200, 1);
+        let t = std::time::Instant::now();
+        let ci = quantile_change_ci_boots(&b, &b, 0.5, false, &d).unwrap();
+        let ranks = t.elapsed();
+        let t = std::time::Instant::now();
+        let want = by_copying(&b, &b, 0.5, false, &d);
+        let copying = t.elapsed();
+        assert_eq!((ci.lo, ci.hi), want);
+        eprintln!(
+            "200 resamples of 3 x 43400 samples a side: ranks {ranks:?}, copying {copying:?}"
         );
     }
 }
