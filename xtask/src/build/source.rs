@@ -633,6 +633,9 @@ fn checkout(tree: &Path, commit: &str) -> Result<()> {
         &["update-index", "-q", "--refresh"],
         "git update-index",
     );
+    // The refresh is only an optimisation: if its bound killed it, the
+    // index.lock it leaves must not fail the checkout.
+    clear_stale_lock(tree);
     git_ok(
         tree,
         &["checkout", "--quiet", "--force", "--detach", commit],

@@ -12,7 +12,8 @@ use super::{Env, HostOpts, MatrixOpt, SourceArgs};
 use crate::bisect::predicate::Predicate;
 use crate::bisect::{self, report::Reproducer, BisectRequest, Bisection};
 use crate::host::ui;
-use crate::plan::matrix::Matrix;
+use crate::plan::matrix::{self as plan_matrix, Matrix};
+use crate::plan::variants;
 use crate::runner::driver::{Driver, Opened, RunOptions};
 use crate::runner::policy::Policy;
 use crate::schema::Outcome;
@@ -44,6 +45,32 @@ impl BisectArgs {
         for p in [&mut self.out, &mut self.resume].into_iter().flatten() {
             *p = env.path(p);
         }
+    }
+
+    /// Everything the flags say that can be checked before any work:
+    /// against each other, the matrix (kernel, series, arch, config, the
+    /// predicate's test or metric) and the file system.
+    pub fn validate(&self, m: &Matrix, env: &Env) -> Result<()> {
+        if let Some(dir) = &self.out {
+            super::check_out(dir)?;
+        }
+        let (preview, kernel) = self.source.check(m, &env.root, self.kernel.as_deref())?;
+        if let Some(k) = &self.kernel {
+            plan_matrix::known_value("kernel", k, &preview.kernels)?;
+        }
+        let k = match kernel {
+            Some(k) => k,
+            None => variants::pick_one("kernel", self.kernel.as_deref(), preview.kernels.clone())?,
+        };
+        let series = preview.series_of(m, &env.root, &k, None);
+        let names: Vec<String> = series.iter().map(|(s, _)| s.clone()).collect();
+        variants::pick_series_in(&k, &names, self.source.series_name.as_deref())?;
+        // A --tree is built with run.configs (it replaces the kernels).
+        let configs = match &preview.tree {
+            Some(_) => m.run.configs.iter().map(|c| c.get_ref().clone()).collect(),
+            None => m.kernel_configs(&k),
+        };
+        self.opts.validate(m, configs, &self.pred)
     }
 
     /// What a step's reproducer repeats of this command line.
@@ -99,9 +126,11 @@ impl BisectCmd {
         let mut a = self.args;
         a.resolve(env);
         if let Some(dir) = a.resume.clone() {
+            super::check_resume(&dir, &["bisect.json"])?;
             a = resumed(dir, &a)?;
         }
-        let m = a.opts.matrix.load(env)?;
+        let m = a.opts.matrix.load_checked(env)?;
+        a.validate(&m, env)?;
         let cache = a.opts.host.prepare(&m)?;
         let pred_args = a.pred.clone();
         let b = Bisection::plan(
@@ -115,7 +144,7 @@ impl BisectCmd {
                 config: a.opts.config.as_deref(),
                 pred: &move |m: &Matrix| pred_args.predicate(m),
                 boots: a.opts.boots,
-                max_boots: a.opts.max_boots,
+                max_boots: a.opts.max_boots(),
                 cell_timeout_s: a.opts.cell_timeout,
                 reproducer: a.reproducer(),
             },
@@ -185,30 +214,25 @@ pub struct PredicateArgs {
     #[arg(long)]
     pub metric: Option<String>,
     /// With --metric: bad when the median is above this (its 95% CI is).
-    #[arg(long, requires = "metric", conflicts_with_all = ["below", "regressed_by"])]
+    #[arg(long, requires = "metric", conflicts_with_all = ["below", "regressed_by"],
+          value_parser = super::finite, allow_negative_numbers = true)]
     pub above: Option<f64>,
     /// With --metric: bad when the median is below this.
-    #[arg(long, requires = "metric", conflicts_with = "regressed_by")]
+    #[arg(long, requires = "metric", conflicts_with = "regressed_by",
+          value_parser = super::finite, allow_negative_numbers = true)]
     pub below: Option<f64>,
     /// With --metric: bad when worse than the base by more than PCT %
-    /// (the 95% CI of the change, over repeated boots).
-    #[arg(long, value_name = "PCT", requires = "metric")]
+    /// (the 95% CI of the change, over repeated boots), 0-1000.
+    #[arg(long, value_name = "PCT", requires = "metric",
+          value_parser = super::percent, allow_negative_numbers = true)]
     pub regressed_by: Option<f64>,
 }
 
 impl PredicateArgs {
     pub fn predicate(&self, m: &Matrix) -> Result<Predicate> {
-        let known_test = |t: &str| -> Result<()> {
-            if !m.test.contains_key(t) {
-                bail!(
-                    "test {t} is not in the matrix; known: {}",
-                    m.test.keys().cloned().collect::<Vec<_>>().join(", ")
-                );
-            }
-            Ok(())
-        };
+        let tests: Vec<String> = m.test.keys().cloned().collect();
         if let Some(test) = &self.test {
-            known_test(test)?;
+            plan_matrix::known_value("test", test, &tests)?;
             let bad =
                 self.bad
                     .iter()
@@ -231,8 +255,13 @@ impl PredicateArgs {
             return Ok(Predicate::NewFailures);
         }
         if let Some(metric) = &self.metric {
-            known_test(metric.split('.').next().unwrap_or_default())
-                .with_context(|| format!("--metric {metric} (named TEST.config.placement)"))?;
+            let test = metric.split('.').next().unwrap_or_default();
+            if !tests.iter().any(|t| t == test) {
+                bail!(
+                    "--metric {metric}: no test `{test}` in the matrix (a metric is named TEST.config.placement); known tests: {}",
+                    tests.join(", ")
+                );
+            }
             return match (self.above, self.below, self.regressed_by) {
                 (Some(v), None, None) => Ok(Predicate::Threshold {
                     metric: metric.clone(),
@@ -267,16 +296,52 @@ pub struct StepOpts {
     #[arg(long)]
     pub config: Option<String>,
     /// Boots per step (default: 1 for a test predicate, run.boots for a metric).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
+    #[arg(long, value_parser = super::in_range_u32(plan_matrix::BOOTS))]
     pub boots: Option<u32>,
     /// A metric step whose CI straddles the threshold is booted again with
-    /// twice the boots, up to this many; then it is skipped as unclear.
-    #[arg(long, default_value_t = 12)]
-    pub max_boots: u32,
+    /// twice the boots, up to this many (default 12); then it is skipped
+    /// as unclear.
+    #[arg(long, value_name = "N", value_parser = super::in_range_u32(plan_matrix::BOOTS))]
+    pub max_boots: Option<u32>,
     #[command(flatten)]
     pub host: HostOpts,
-    #[arg(long)]
+    /// QEMU budget per boot in seconds (overrides run.cell_timeout_s).
+    #[arg(long, value_parser = super::in_range_u64(plan_matrix::CELL_TIMEOUT_S))]
     pub cell_timeout: Option<u64>,
+}
+
+impl StepOpts {
+    /// `--max-boots` unless given.
+    pub const DEFAULT_MAX_BOOTS: u32 = 12;
+
+    /// The most boots a step gets.
+    pub fn max_boots(&self) -> u32 {
+        self.max_boots.unwrap_or(Self::DEFAULT_MAX_BOOTS)
+    }
+
+    /// --arch among the matrix's arches, --config among `configs`, the
+    /// predicate's names, and --max-boots not below the boots a step
+    /// starts with (it would be ignored). `--boots N` alone may exceed the
+    /// default --max-boots: N boots a step, none added.
+    pub fn validate(&self, m: &Matrix, configs: Vec<String>, pred: &PredicateArgs) -> Result<()> {
+        let arches = m.run.arches.iter().map(|a| a.get_ref().clone()).collect();
+        variants::pick_one("arch", self.arch.as_deref(), arches)?;
+        variants::pick_one("config", self.config.as_deref(), configs)?;
+        let p = pred.predicate(m)?;
+        let first = bisect::first_boots(self.boots, &p, m);
+        if let Some(mb) = self.max_boots.filter(|mb| *mb < first) {
+            bail!(
+                "--max-boots {mb} is below the {first} boots a step starts with ({}): expected --max-boots {first}..={}",
+                if self.boots.is_some() {
+                    "--boots"
+                } else {
+                    "1 for a test predicate, run.boots for a metric"
+                },
+                plan_matrix::BOOTS.end()
+            );
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -326,7 +391,7 @@ mod tests {
         assert_eq!(a.out, Some(PathBuf::from("/home/dev/linux/out/b1")));
         assert_eq!(a.opts.arch.as_deref(), Some("arm64"));
         assert_eq!(a.pred.regressed_by, Some(20.0));
-        assert_eq!(a.opts.max_boots, 12);
+        assert_eq!(a.opts.max_boots(), 12);
         let stored = serde_json::to_value(&a).unwrap();
         let back: BisectArgs = serde_json::from_value(stored).unwrap();
         assert_eq!(back, a);
@@ -363,5 +428,171 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         let e = resumed(dir.clone(), &now).unwrap_err();
         assert!(format!("{e:#}").contains("no bisect.json there"), "{e:#}");
+    }
+
+    #[test]
+    fn bisect_flags_are_checked_against_the_matrix_before_any_work() {
+        let env = Env {
+            root: crate::golden::repo_file(""),
+            cwd: crate::golden::repo_file(""),
+        };
+        let m =
+            crate::plan::load_checked(&crate::golden::repo_file("matrix.toml"), &env.root).unwrap();
+        let check = |args: &[&str]| -> Option<String> {
+            let cli = super::super::Cli::try_parse_from(
+                ["cargo xtask", "bisect"].iter().chain(args.iter()),
+            );
+            let mut a = match cli {
+                Ok(c) => match c.cmd {
+                    super::super::Cmd::Bisect(b) => b.args,
+                    other => panic!("parsed as {other:?}"),
+                },
+                Err(e) => return Some(e.to_string()),
+            };
+            a.resolve(&env);
+            a.validate(&m, &env).err().map(|e| format!("{e:#}"))
+        };
+        let t = [
+            "--kernel",
+            "6.1",
+            "--arch",
+            "x86_64",
+            "--test",
+            "seccomp_bpf",
+        ];
+        let metric = [
+            "--kernel",
+            "6.1",
+            "--arch",
+            "x86_64",
+            "--metric",
+            "seccomp_notify.default.same-cpu",
+        ];
+        let with = |base: &[&str], more: &[&str]| -> Vec<String> {
+            base.iter().chain(more).map(|s| s.to_string()).collect()
+        };
+        let cases: Vec<(Vec<String>, &str)> = vec![
+            (
+                with(&metric, &["--regressed-by", "NaN"]),
+                "`NaN` is not a finite number",
+            ),
+            (
+                with(&metric, &["--regressed-by", "-5"]),
+                "expected a percentage in 0..=1000",
+            ),
+            (
+                with(&metric, &["--above", "inf"]),
+                "`inf` is not a finite number",
+            ),
+            (
+                with(&metric, &["--below", "nan"]),
+                "`nan` is not a finite number",
+            ),
+            (with(&t, &["--max-boots", "0"]), "0 is not in 1..=50"),
+            (with(&t, &["--cell-timeout", "0"]), "0 is not in 1..=86400"),
+            (
+                with(
+                    &metric,
+                    &["--regressed-by", "10", "--boots", "5", "--max-boots", "2"],
+                ),
+                "--max-boots 2 is below the 5 boots a step starts with (--boots)",
+            ),
+            (
+                with(&metric, &["--regressed-by", "10", "--max-boots", "3"]),
+                "--max-boots 3 is below the 6 boots a step starts with",
+            ),
+            (
+                with(&["--arch", "x86_64", "--test", "seccomp_bpf"], &[]),
+                "say which --kernel: the matrix has 6.1, 6.12",
+            ),
+            (
+                with(
+                    &[
+                        "--kernel",
+                        "9.9",
+                        "--arch",
+                        "x86_64",
+                        "--test",
+                        "seccomp_bpf",
+                    ],
+                    &[],
+                ),
+                "--kernel 9.9: not in the matrix; known: 6.1, 6.12",
+            ),
+            (
+                with(&["--kernel", "6.1", "--test", "seccomp_bpf"], &[]),
+                "say which --arch: the matrix has x86_64, arm64",
+            ),
+            (
+                with(
+                    &[
+                        "--kernel",
+                        "6.1",
+                        "--arch",
+                        "riscv",
+                        "--test",
+                        "seccomp_bpf",
+                    ],
+                    &[],
+                ),
+                "--arch riscv: not in the matrix; known: x86_64, arm64",
+            ),
+            (
+                with(&t, &["--config", "wide"]),
+                "--config wide: not in the matrix; known: tiny",
+            ),
+            (
+                with(
+                    &["--kernel", "6.1", "--arch", "x86_64", "--test", "nope"],
+                    &[],
+                ),
+                "--test nope: not in the matrix; known: ",
+            ),
+            (
+                with(
+                    &[
+                        "--kernel", "6.1", "--arch", "x86_64", "--metric", "nope.x", "--above", "1",
+                    ],
+                    &[],
+                ),
+                "--metric nope.x: no test `nope` in the matrix",
+            ),
+            (
+                with(&t, &["--bad", "fial"]),
+                "--bad fial: expected fail, pass, skip, crash or timeout",
+            ),
+            (
+                with(&t, &["--series-name", "nope"]),
+                "--series-name nope: not a series of kernel 6.1",
+            ),
+            (with(&t, &["--out", "matrix.toml"]), "not a directory"),
+        ];
+        for (args, says) in &cases {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let e = check(&args).unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+        for ok in [
+            with(&t, &[]),
+            with(&t, &["--boots", "20"]),
+            with(&t, &["--max-boots", "3"]),
+            with(&metric, &["--regressed-by", "10", "--max-boots", "6"]),
+            with(&metric, &["--below=-1.5"]),
+            with(
+                &[
+                    "--kernel",
+                    "6.12",
+                    "--arch",
+                    "arm64",
+                    "--config",
+                    "wide",
+                    "--new-failures",
+                ],
+                &[],
+            ),
+        ] {
+            let args: Vec<&str> = ok.iter().map(String::as_str).collect();
+            assert_eq!(check(&args), None, "{args:?}");
+        }
     }
 }

@@ -19,12 +19,15 @@ pub struct BootCmd {
 
 impl BootCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
-        let m = self.matrix.load(env)?;
+        let m = self.matrix.load_checked(env)?;
         let filters = Filters {
             cell: vec![self.cell.clone()],
             ..Default::default()
         };
-        let cells = m.cells(&filters)?;
+        // CELL is checked before the cache is opened, like --cell.
+        let cells = m
+            .cells(&filters)
+            .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--cell ", "CELL ", 1)))?;
         let Some(cell) = cells.first() else {
             anyhow::bail!(
                 "{}: no such cell in the matrix (see `cargo xtask list`)",

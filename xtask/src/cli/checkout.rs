@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 
 use super::{Env, HostOpts, MatrixOpt, SourceArgs};
+use crate::plan::matrix::Matrix;
 
 #[derive(Args, Debug)]
 pub struct CheckoutCmd {
@@ -22,9 +23,32 @@ pub struct CheckoutCmd {
 }
 
 impl CheckoutCmd {
+    /// KERNEL, DEST and the source flags, before the host is set up or
+    /// the cache opened.
+    fn validate(&self, m: &Matrix, env: &Env) -> Result<()> {
+        let dest = env.path(&self.dest);
+        if dest.is_file() || (dest.is_dir() && std::fs::read_dir(&dest)?.next().is_some()) {
+            bail!(
+                "DEST {}: exists and is not an empty directory, expected a new or empty one",
+                dest.display()
+            );
+        }
+        // With --tree the tree is the kernel, whatever KERNEL says.
+        if self.source.tree.is_none() && !m.kernel.contains_key(&self.kernel) {
+            bail!(
+                "KERNEL {}: not in the matrix; known: {}",
+                self.kernel,
+                m.kernel.keys().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+        self.source.check(m, &env.root, Some(&self.kernel))?;
+        Ok(())
+    }
+
     pub fn run(mut self, env: &Env) -> Result<u8> {
         self.source.resolve(env);
-        let m = self.matrix.load(env)?;
+        let m = self.matrix.load_checked(env)?;
+        self.validate(&m, env)?;
         let host = HostOpts {
             no_setup: self.no_setup,
             no_wait: false,
@@ -38,5 +62,54 @@ impl CheckoutCmd {
             &env.path(&self.dest),
             &self.source.spec(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn an_unknown_kernel_or_a_used_dest_is_refused_before_setup() {
+        let root = crate::golden::repo_file("");
+        let env = Env {
+            root: root.clone(),
+            cwd: root.clone(),
+        };
+        let m = crate::plan::load_checked(&root.join("matrix.toml"), &root).unwrap();
+        let check = |args: &[&str]| -> Option<String> {
+            let cli = super::super::Cli::try_parse_from(
+                ["cargo xtask", "checkout"].iter().chain(args.iter()),
+            )
+            .unwrap();
+            match cli.cmd {
+                super::super::Cmd::Checkout(mut c) => {
+                    c.source.resolve(&env);
+                    c.validate(&m, &env).err().map(|e| format!("{e:#}"))
+                }
+                other => panic!("parsed as {other:?}"),
+            }
+        };
+        let new = std::env::temp_dir().join(format!("kmatrix-checkout-{}", std::process::id()));
+        let new = new.to_str().unwrap();
+        assert_eq!(
+            check(&["9.9", new]).as_deref(),
+            Some("KERNEL 9.9: not in the matrix; known: 6.1, 6.12")
+        );
+        let e = check(&["6.1", "kernels"]).unwrap();
+        assert!(e.contains("exists and is not an empty directory"), "{e}");
+        let e = check(&[
+            "6.1",
+            new,
+            "--patches",
+            "7",
+            "--series-name",
+            "seccomp-sync-wakeup",
+        ]);
+        assert!(e
+            .unwrap()
+            .contains("--patches 7: series seccomp-sync-wakeup has 6 patches"));
+        assert_eq!(check(&["6.12", new]), None);
     }
 }

@@ -47,7 +47,7 @@ pub fn groups(m: &Matrix) -> Result<Vec<Group>> {
 
 impl ListCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
-        let m = self.matrix.load(env)?;
+        let m = self.matrix.load_checked(env)?;
         if self.groups {
             let gs = groups(&m)?;
             if self.json {

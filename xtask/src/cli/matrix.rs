@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Env, HostOpts, MatrixOpt, PolicyArgs, Selection, SourceArgs};
 use crate::host::{cache::Cache, ui};
-use crate::plan::matrix::Matrix;
+use crate::plan::matrix::{self as plan_matrix, Matrix};
+use crate::plan::variants;
 use crate::runner::driver::{self, Driver, Opened, RunOptions};
 use crate::schema as results;
 
@@ -37,19 +38,19 @@ pub struct MatrixArgs {
     pub resume: Option<PathBuf>,
     /// Re-run a cell that is not as expected up to N times (boot only; the
     /// build is cached). Passing on a retry is recorded as `flaky`.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::in_range_u32(super::RETRIES))]
     pub retries: u32,
     /// Whole-cell QEMU budget in seconds (overrides run.cell_timeout_s).
-    #[arg(long)]
+    #[arg(long, value_parser = super::in_range_u64(plan_matrix::CELL_TIMEOUT_S))]
     pub cell_timeout: Option<u64>,
     /// Boot each cell N times (overrides run.boots): benchmark samples are
     /// pooled and comparisons count the spread between boots.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
+    #[arg(long, value_name = "N", value_parser = super::in_range_u32(plan_matrix::BOOTS))]
     pub boots: Option<u32>,
     /// Boot the cells of a comparison still too noisy to judge after their
     /// boots 3 more times each, alternating, up to N boots (overrides
     /// run.max_boots; with --boots alone, no boots are added).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=50))]
+    #[arg(long, value_name = "N", value_parser = super::in_range_u32(plan_matrix::BOOTS))]
     pub max_boots: Option<u32>,
     /// A/A: every kernel's base also runs as `base~aa` (the same cached
     /// kernel), compared with `base` like a series; count the verdicts of
@@ -78,6 +79,66 @@ impl MatrixArgs {
             *p = env.path(p);
         }
     }
+
+    /// Everything the flags say that can be checked before any work,
+    /// against each other, the matrix and the file system (paths already
+    /// resolved). `sweep`: the run is a sweep's (its variants are the
+    /// prefixes of one series; its state is sweep.json).
+    pub fn validate(&self, m: &Matrix, env: &Env, sweep: bool) -> Result<()> {
+        if let Some(dir) = &self.resume {
+            let holds: &[&str] = if sweep {
+                &["sweep.json", "results.json"]
+            } else {
+                &["results.json"]
+            };
+            super::check_resume(dir, holds)?;
+        }
+        if let Some(dir) = &self.out {
+            super::check_out(dir)?;
+        }
+        super::check_boots(m, self.boots, self.max_boots)?;
+        let wanted = self.select.kernel.first().map(String::as_str);
+        let (preview, kernel) = self.source.check(m, &env.root, wanted)?;
+        let mut names = preview.names(m, self.aa);
+        if sweep {
+            // The kernel and series a sweep steps through; its variants
+            // are their prefixes.
+            let k = match kernel {
+                Some(k) => k,
+                None => variants::pick_one("kernel", wanted, preview.kernels.clone())?,
+            };
+            let dir_count = self
+                .source
+                .series_dir
+                .as_ref()
+                .and_then(|d| crate::plan::series::files("--series", d).ok())
+                .map(|f| f.len());
+            let series = preview.series_of(m, &env.root, &k, dir_count);
+            let all: Vec<String> = series.iter().map(|(s, _)| s.clone()).collect();
+            let s = variants::pick_series_in(&k, &all, self.source.series_name.as_deref())?;
+            let n = self.source.patches.or_else(|| {
+                series
+                    .iter()
+                    .find(|(name, _)| *name == s)
+                    .and_then(|(_, n)| *n)
+            });
+            match n {
+                Some(n) => names
+                    .variant
+                    .extend((1..=n).map(|k| variants::prefix_name(&s, k))),
+                // A --range's length is known once git has exported it:
+                // its prefixes are checked then.
+                None => names.variant.extend(
+                    self.select
+                        .variant
+                        .iter()
+                        .filter(|v| v.strip_prefix(&format!("{s}@")).is_some())
+                        .cloned(),
+                ),
+            }
+        }
+        self.select.check(&names)
+    }
 }
 
 #[derive(Args, Debug)]
@@ -90,21 +151,25 @@ impl MatrixCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
         let mut a = self.args;
         a.resolve(env);
-        execute(env, a, &mut |_, _| Ok(())).map(|(code, _)| code)
+        execute(env, a, false, &mut |_, _| Ok(())).map(|(code, _)| code)
     }
 }
 
 /// Runs the selected cells of the matrix, after `derive` has adapted it
 /// (sweep's prefixes); returns the exit code and the run directory.
 /// `a.matrix` may still be as typed (for results.json and reproducers);
-/// the file read is resolved against the user's directory.
+/// the file read is resolved against the user's directory. The matrix and
+/// the flags are checked first (`sweep`: for a sweep), before the host is
+/// set up or the cache opened.
 pub fn execute(
     env: &Env,
     a: MatrixArgs,
+    sweep: bool,
     derive: &mut dyn FnMut(&mut Matrix, &Cache) -> Result<()>,
 ) -> Result<(u8, PathBuf)> {
     let policy = a.policy.policy()?;
-    let mut m = a.matrix.load(env)?;
+    let mut m = a.matrix.load_checked(env)?;
+    a.validate(&m, env, sweep)?;
     let cache = a.host.prepare(&m)?;
     crate::bisect::apply_sources(
         &mut m,

@@ -29,14 +29,17 @@ mod sweep;
 
 mod bisect;
 
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand};
 use serde::{Deserialize, Serialize};
 
-use crate::plan::matrix::{Filters, Matrix};
+use crate::plan::matrix::{self as plan_matrix, Filters, Matrix, Names};
+use crate::plan::variants;
 use crate::runner::policy::Policy;
 
 #[derive(Parser, Debug)]
@@ -137,6 +140,12 @@ impl MatrixOpt {
         crate::plan::load(&self.file(env))
     }
 
+    /// The matrix to run: also every file it names must exist (series
+    /// directories, tarballs, git trees, config fragments, guest sources).
+    pub fn load_checked(&self, env: &Env) -> Result<Matrix> {
+        crate::plan::load_checked(&self.file(env), &env.root)
+    }
+
     /// Makes a typed path absolute (stored commands do not depend on where
     /// they are resumed from).
     pub fn resolve(&mut self, env: &Env) {
@@ -185,6 +194,13 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// Every value names something the run will have (`names`: the
+    /// matrix's, as the source flags will change them); refused with the
+    /// flag and the known values otherwise.
+    pub fn check(&self, names: &Names) -> Result<()> {
+        names.check(&self.filters())
+    }
+
     pub fn filters(&self) -> Filters {
         Filters {
             arch: self.arch.clone(),
@@ -246,7 +262,7 @@ pub struct SourceArgs {
     pub series_name: Option<String>,
     /// Only the first N patches of the series (what a sweep or bisect step
     /// built; its reproducer uses this).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = patches)]
     pub patches: Option<usize>,
 }
 
@@ -289,6 +305,257 @@ impl SourceArgs {
     }
 }
 
+/// What the source flags will make of the matrix, found before any work
+/// (`bisect::apply_sources` does the work): the kernels of the run, the
+/// kernel the series flags are about, and its series.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Preview {
+    /// The run's kernels: the tree's name with --tree, else the matrix's.
+    pub kernels: Vec<String>,
+    /// With --tree: its name (the one kernel).
+    pub tree: Option<String>,
+    /// The series a --series DIR or --range adds.
+    pub new_series: Option<String>,
+}
+
+impl Preview {
+    /// The names a selection may use: the matrix's, with the kernels and
+    /// series the source flags bring (and `base~aa` with --aa).
+    pub fn names(&self, m: &Matrix, aa: bool) -> Names {
+        let mut n = m.names();
+        n.kernel = self.kernels.clone();
+        if aa {
+            n.variant.insert(1, plan_matrix::AA_VARIANT.to_string());
+        }
+        n.variant.extend(self.new_series.clone());
+        n
+    }
+
+    /// The series of `kernel` once the flags are applied, with their
+    /// patch counts when a directory says (a --range's is known only
+    /// after git has exported it).
+    pub fn series_of(
+        &self,
+        m: &Matrix,
+        root: &Path,
+        kernel: &str,
+        dir_count: Option<usize>,
+    ) -> Vec<(String, Option<usize>)> {
+        if let Some(s) = &self.new_series {
+            return vec![(s.clone(), dir_count)];
+        }
+        if self.tree.is_some() {
+            return vec![];
+        }
+        m.kernel.get(kernel).map_or(vec![], |k| {
+            k.series
+                .iter()
+                .map(|s| {
+                    let name = s.get_ref().clone();
+                    let n = m.series.get(&name).and_then(|spec| {
+                        crate::plan::series::files(&name, &root.join(&spec.dir))
+                            .ok()
+                            .map(|f| f.len())
+                    });
+                    (name, n)
+                })
+                .collect()
+        })
+    }
+}
+
+impl SourceArgs {
+    /// Checks the source flags against the matrix and the file system
+    /// before any work: --tree a git checkout, --series a directory of
+    /// patches, --series-name one of the kernel's series, --patches within
+    /// its length. `kernel`: the --kernel given. Returns what they will
+    /// make of the matrix, and the kernel the series flags are about.
+    pub fn check(
+        &self,
+        m: &Matrix,
+        root: &Path,
+        kernel: Option<&str>,
+    ) -> Result<(Preview, Option<String>)> {
+        let mut p = Preview {
+            kernels: m.kernel.keys().cloned().collect(),
+            ..Default::default()
+        };
+        let mut kernel = kernel.map(str::to_string);
+        if let Some(tree) = &self.tree {
+            let t = std::fs::canonicalize(tree).map_err(|e| {
+                anyhow::anyhow!(
+                    "--tree {}: {e}, expected a kernel git checkout",
+                    tree.display()
+                )
+            })?;
+            if !t.join(".git").exists() {
+                bail!("--tree {}: not a git checkout", tree.display());
+            }
+            let name = variants::name_of(&t);
+            p.kernels = vec![name.clone()];
+            p.tree = Some(name.clone());
+            kernel = Some(name);
+            if let Some(r) = &self.range {
+                let ends = r.split_once("..");
+                if ends.is_none_or(|(a, b)| a.is_empty() || b.is_empty() || b.starts_with('.')) {
+                    bail!("--range {r}: expected BASE..TIP (e.g. v6.12..my-branch)");
+                }
+                p.new_series = Some(variants::range_name(r));
+            }
+        }
+        if let (None, Some(k)) = (&self.tree, &kernel) {
+            plan_matrix::known_value("kernel", k, &p.kernels)?;
+        }
+        if self.series_dir.is_none() && self.patches.is_none() && self.series_name.is_none() {
+            return Ok((p, kernel));
+        }
+        let k = variants::pick_one("kernel", kernel.as_deref(), p.kernels.clone())?;
+        let mut dir_count = None;
+        if let Some(dir) = &self.series_dir {
+            let d = std::fs::canonicalize(dir).map_err(|e| {
+                anyhow::anyhow!(
+                    "--series {}: {e}, expected a directory of patch files",
+                    dir.display()
+                )
+            })?;
+            if !d.is_dir() {
+                bail!(
+                    "--series {}: not a directory, expected a directory of patch files",
+                    dir.display()
+                );
+            }
+            let n = crate::plan::series::files("--series", &d)?.len();
+            let name = variants::name_of(&d);
+            if name == "base" {
+                bail!("a series cannot be called `base`: rename {}", d.display());
+            }
+            p.new_series = Some(name);
+            dir_count = Some(n);
+        }
+        let series = p.series_of(m, root, &k, dir_count);
+        let names: Vec<String> = series.iter().map(|(s, _)| s.clone()).collect();
+        if self.patches.is_some() || self.series_name.is_some() {
+            let name = variants::pick_series_in(&k, &names, self.series_name.as_deref())?;
+            let total = series
+                .iter()
+                .find(|(s, _)| *s == name)
+                .and_then(|(_, n)| *n);
+            if let (Some(n), Some(total)) = (self.patches, total) {
+                if n > total {
+                    bail!("--patches {n}: series {name} has {total} patches, expected 1..={total}");
+                }
+            }
+        }
+        Ok((p, Some(k)))
+    }
+}
+
+/// `--resume DIR`: a directory holding one of `holds` (the run's state),
+/// else refused naming the flag: a missing or unrelated directory would
+/// silently start a new run.
+pub fn check_resume(dir: &Path, holds: &[&str]) -> Result<()> {
+    if !dir.is_dir() {
+        bail!(
+            "--resume {}: no such directory, expected the run directory of an earlier run",
+            dir.display()
+        );
+    }
+    if !holds.iter().any(|f| dir.join(f).exists()) {
+        bail!(
+            "--resume {}: nothing to resume, no {} there (no cell of that run finished); to run into it anyway, give it as --out",
+            dir.display(),
+            holds.join(" or ")
+        );
+    }
+    Ok(())
+}
+
+/// `--out DIR`: a directory, or a path to make one at.
+pub fn check_out(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--out {}: not a directory, expected a run directory",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The boots flags against each other and the matrix, as
+/// `runner::Ctx::max_boots` combines them: `--max-boots` below the boots a
+/// cell starts with (`--boots`, else run.boots) would be ignored, so it is
+/// refused. `--boots N` alone is N boots and none added, whatever
+/// run.max_boots says.
+pub fn check_boots(m: &Matrix, boots: Option<u32>, max_boots: Option<u32>) -> Result<()> {
+    match (boots, max_boots) {
+        (Some(b), Some(mb)) if mb < b => bail!(
+            "--max-boots {mb} is below --boots {b}: expected --max-boots {b}..={}",
+            plan_matrix::BOOTS.end()
+        ),
+        (None, Some(mb)) if mb < m.run.boots => bail!(
+            "--max-boots {mb} is below the matrix's run.boots = {}: expected --max-boots {}..={}, or fewer boots with --boots",
+            m.run.boots,
+            m.run.boots,
+            plan_matrix::BOOTS.end()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The most `--retries` a cell gets.
+pub const RETRIES: RangeInclusive<u32> = 0..=10;
+
+/// A clap parser for an integer flag in `range` (matrix.toml's, where the
+/// flag overrides a key).
+pub fn in_range_u32(range: RangeInclusive<u32>) -> RangedU64ValueParser<u32> {
+    RangedU64ValueParser::<u32>::new().range(u64::from(*range.start())..=u64::from(*range.end()))
+}
+
+/// The same for a u64 flag.
+pub fn in_range_u64(range: RangeInclusive<u64>) -> RangedU64ValueParser<u64> {
+    RangedU64ValueParser::<u64>::new().range(*range.start()..=*range.end())
+}
+
+/// `--patches N`: 1 or more (how many the series has is checked with the
+/// matrix).
+pub fn patches(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not a number of patches, expected 1 or more (the first N of the series)"
+        )),
+    }
+}
+
+/// A finite number (`--above`, `--below`): NaN and infinities refused.
+pub fn finite(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` is not a finite number"))
+    }
+}
+
+/// A change in percent (`--regressed-by`): finite, in matrix.toml's range
+/// for `min_effect_pct`.
+pub fn percent(s: &str) -> std::result::Result<f64, String> {
+    let v = finite(s)?;
+    let r = plan_matrix::MIN_EFFECT_PCT;
+    if r.contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{v} is out of range, expected a percentage in {}..={}",
+            r.start(),
+            r.end()
+        ))
+    }
+}
+
 /// The harness's own checkout: where matrix.toml, kernels/ and rootfs/ are.
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -318,7 +585,16 @@ impl Cmd {
 
 /// Parses, dispatches, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A bad flag to bisect-step must abort `git bisect run` (128),
+        // never pass for "bad" (clap's 2).
+        Err(e) if e.use_stderr() && std::env::args().nth(1).as_deref() == Some("bisect-step") => {
+            let _ = e.print();
+            return ExitCode::from(128);
+        }
+        Err(e) => e.exit(),
+    };
     crate::host::signals::install();
     let root = repo_root();
     let cwd = std::env::current_dir().unwrap_or_else(|_| root.clone());
@@ -483,5 +759,211 @@ mod tests {
         assert_eq!(back.boots, Some(2));
         assert_eq!(back.source.patches, Some(3));
         assert!(back.policy.no_keep_busy);
+    }
+
+    /// The harness's own checkout as both root and working directory.
+    fn here() -> Env {
+        Env {
+            root: repo_root(),
+            cwd: repo_root(),
+        }
+    }
+
+    /// `matrix ARGS` (or `sweep ARGS`) checked against the default matrix:
+    /// the refusal, or None.
+    fn refusal(sweep: bool, args: &[&str]) -> Option<String> {
+        let env = here();
+        let cmd = if sweep { "sweep" } else { "matrix" };
+        let cli = match Cli::try_parse_from(["cargo xtask", cmd].iter().chain(args)) {
+            Ok(c) => c,
+            Err(e) => return Some(e.to_string()),
+        };
+        let mut a = match cli.cmd {
+            Cmd::Matrix(m) => m.args,
+            Cmd::Sweep(s) => s.args,
+            other => panic!("parsed as {other:?}"),
+        };
+        a.resolve(&env);
+        let m = a.matrix.load_checked(&env).unwrap();
+        a.validate(&m, &env, sweep).err().map(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn flags_that_contradict_each_other_or_the_matrix_are_refused_before_any_work() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--max-boots", "2", "--boots", "5"],
+                "--max-boots 2 is below --boots 5: expected --max-boots 5..=50",
+            ),
+            (
+                &["--max-boots", "3"],
+                "--max-boots 3 is below the matrix's run.boots = 6",
+            ),
+            (&["--cell-timeout", "0"], "0 is not in 1..=86400"),
+            (&["--retries", "11"], "11 is not in 0..=10"),
+            (&["--boots", "51"], "51 is not in 1..=50"),
+            (&["--patches", "0"], "expected 1 or more"),
+            (
+                &["--kernel", "6.1", "--patches", "99"],
+                "--patches 99: series seccomp-sync-wakeup has 6 patches, expected 1..=6",
+            ),
+            (
+                &["--kernel", "6.1", "--series-name", "nope"],
+                "--series-name nope: not a series of kernel 6.1; it has: seccomp-sync-wakeup",
+            ),
+            (
+                &["--patches", "2"],
+                "say which --kernel: the matrix has 6.1, 6.12",
+            ),
+            (
+                &["--arch", "riscv"],
+                "--arch riscv: not in the matrix; known: x86_64, arm64",
+            ),
+            (
+                &["--kernel", "9.9"],
+                "--kernel 9.9: not in the matrix; known: 6.1, 6.12",
+            ),
+            (
+                &["--variant", "nope"],
+                "--variant nope: not in the matrix; known: base, mm-cid-work, seccomp-sync-wakeup",
+            ),
+            (&["--variant", "base~aa"], "--variant base~aa: not in the matrix"),
+            (&["--test", "nope"], "--test nope: not in the matrix; known: seccomp_bpf"),
+            (
+                &["--cell", "6.1/base/x86_64/huge"],
+                "--cell 6.1/base/x86_64/huge: no config `huge` in the matrix; known: tiny, wide",
+            ),
+            (
+                &["--kernel", "6.1", "--series", "no/such/dir"],
+                "no/such/dir: No such file or directory (os error 2), expected a directory of patch files",
+            ),
+            (
+                &["--kernel", "6.1", "--series", "kernels/configs"],
+                "series --series: no patches in",
+            ),
+            (&["--tree", "no/such/tree"], "no/such/tree: No such file"),
+            (&["--tree", "kernels"], "kernels: not a git checkout"),
+            (&["--out", "matrix.toml"], "--out"),
+            (&["--resume", "no/such/run"], "no such directory"),
+            (&["--resume", "kernels"], "nothing to resume, no results.json there"),
+        ];
+        for (args, says) in cases {
+            let e = refusal(false, args).unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(e.contains(says), "{args:?}: {e}");
+        }
+        // What the runner makes of them: --boots alone is that many boots,
+        // none added (above run.max_boots too); the A/A twin with --aa;
+        // a --series DIR's variant; a --tree's kernel.
+        for ok in [
+            &["--boots", "20"][..],
+            &["--boots", "2", "--max-boots", "6"],
+            &["--max-boots", "6"],
+            &["--aa", "--variant", "base~aa", "--kernel", "6.1"],
+            &[
+                "--kernel",
+                "6.1",
+                "--series",
+                "tests/faults/splat",
+                "--variant",
+                "splat",
+            ],
+            &["--kernel", "6.1", "--patches", "6", "--test", "mm_cid"],
+            &[
+                "--cell",
+                "*/base/*/wide",
+                "--retries",
+                "10",
+                "--cell-timeout",
+                "86400",
+            ],
+        ] {
+            assert_eq!(refusal(false, ok), None, "{ok:?}");
+        }
+        if repo_root().join(".git").exists() {
+            let name = variants::name_of(&std::fs::canonicalize(repo_root()).unwrap());
+            let tree = repo_root().display().to_string();
+            assert_eq!(refusal(false, &["--tree", &tree, "--kernel", &name]), None);
+            let e = refusal(false, &["--tree", &tree, "--kernel", "6.1"]).unwrap();
+            assert!(
+                e.starts_with("--kernel 6.1: not in the matrix; known: "),
+                "{e}"
+            );
+            let e = refusal(false, &["--tree", &tree, "--range", "v6.1"]).unwrap();
+            assert!(e.contains("expected BASE..TIP"), "{e}");
+        }
+        // A sweep's variants are the prefixes of its series.
+        assert_eq!(
+            refusal(
+                true,
+                &["--kernel", "6.1", "--variant", "seccomp-sync-wakeup@6"]
+            ),
+            None
+        );
+        let e = refusal(
+            true,
+            &["--kernel", "6.1", "--variant", "seccomp-sync-wakeup@7"],
+        )
+        .unwrap();
+        assert!(
+            e.starts_with("--variant seccomp-sync-wakeup@7: not in the matrix"),
+            "{e}"
+        );
+        let e = refusal(true, &[]).unwrap();
+        assert!(e.contains("say which --kernel"), "{e}");
+        let e = refusal(true, &["--kernel", "9.9"]).unwrap();
+        assert!(e.starts_with("--kernel 9.9: not in the matrix"), "{e}");
+    }
+
+    #[test]
+    fn resume_wants_a_run_directory_with_its_state() {
+        let dir = std::env::temp_dir().join(format!("kmatrix-resume-check-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = check_resume(&dir, &["results.json"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no such directory"), "{e}");
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = check_resume(&dir, &["sweep.json", "results.json"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no sweep.json or results.json there") && e.contains("give it as --out"),
+            "{e}"
+        );
+        std::fs::write(dir.join("results.json"), "{}").unwrap();
+        check_resume(&dir, &["results.json"]).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn number_flags_refuse_what_is_not_a_finite_number_in_range() {
+        assert_eq!(finite("-2.5"), Ok(-2.5));
+        for bad in ["NaN", "nan", "inf", "-inf", "x", ""] {
+            assert!(finite(bad).is_err(), "{bad}");
+        }
+        assert_eq!(percent("10"), Ok(10.0));
+        assert_eq!(percent("0"), Ok(0.0));
+        for bad in ["-5", "NaN", "1001", "inf"] {
+            assert!(percent(bad).is_err(), "{bad}");
+        }
+        assert_eq!(patches("3"), Ok(3));
+        for bad in ["0", "-1", "x"] {
+            assert!(patches(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// bisect-step speaks `git bisect run`'s codes: a flag clap refuses is
+    /// never an exit 2 (which git would take for "bad").
+    #[test]
+    fn a_bisect_step_flag_refused_by_the_parser_is_not_a_bad_commit() {
+        let r = Cli::try_parse_from([
+            "cargo xtask",
+            "bisect-step",
+            "--boots",
+            "0",
+            "--new-failures",
+        ]);
+        let e = r.unwrap_err();
+        assert!(e.use_stderr(), "{e}");
     }
 }

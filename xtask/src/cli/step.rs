@@ -44,12 +44,18 @@ impl StepCmd {
                     a.tree.as_deref().unwrap_or(Path::new(".")).display()
                 )
             })?;
-        let template = a.opts.matrix.load(env)?;
-        let cache = a.opts.host.prepare(&template)?;
-        let name = variants::name_of(&tree);
+        if !tree.join(".git").exists() {
+            anyhow::bail!("--tree {}: not a git checkout", tree.display());
+        }
+        let template = a.opts.matrix.load_checked(env)?;
         let strings = |v: &[toml::Spanned<String>]| -> Vec<String> {
             v.iter().map(|x| x.get_ref().clone()).collect()
         };
+        // Every flag is checked before the host is set up or the cache
+        // opened.
+        a.opts
+            .validate(&template, strings(&template.run.configs), &a.pred)?;
+        let name = variants::name_of(&tree);
         let arch = variants::pick_one(
             "arch",
             a.opts.arch.as_deref(),
@@ -64,13 +70,17 @@ impl StepCmd {
         let tests = pred.tests().unwrap_or_else(|| strings(&template.run.tests));
         let plan = StepPlan {
             boots: first_boots(a.opts.boots, &pred, &template),
-            max_boots: a.opts.max_boots,
+            max_boots: a.opts.max_boots(),
             cell_timeout_s: a.opts.cell_timeout,
         };
         let state_dir = match &a.state {
             Some(s) => env.path(s),
             None => env.results("bisect-step").join(&name),
         };
+        if state_dir.exists() && !state_dir.is_dir() {
+            anyhow::bail!("--state {}: not a directory", state_dir.display());
+        }
+        let cache = a.opts.host.prepare(&template)?;
         std::fs::create_dir_all(&state_dir)?;
         let judge = CommitJudge {
             matrix_file: a.opts.matrix.file(env),

@@ -58,7 +58,7 @@ impl SweepCmd {
         let wanted_kernel = a.select.kernel.first().cloned();
         let series_name = a.source.series_name.clone();
         let root = env.root.clone();
-        let (code, run_dir) = execute(env, a, &mut |m, _cache| {
+        let (code, run_dir) = execute(env, a, true, &mut |m, _cache| {
             let kernel = variants::pick_kernel(m, wanted_kernel.as_deref())?;
             let sname = variants::pick_series(m, &kernel, series_name.as_deref())?;
             let s = Series::load_prefix(

@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::RangeInclusive;
 
 use anyhow::{bail, Result};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::plan::arch::Arch;
+use crate::plan::spans::{keys, Seg, Spans};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -390,64 +392,278 @@ pub struct Filters {
     pub cell: Vec<String>,
 }
 
-/// Turns a byte offset into "line L, column C" of `text` (1-based).
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
+/// What a selection may name (`Matrix::names`): the matrix's arches,
+/// kernels, variants, configs and tests. The CLI adjusts it for what its
+/// source flags will make of the matrix before checking its flags.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Names {
+    pub arch: Vec<String>,
+    pub kernel: Vec<String>,
+    pub variant: Vec<String>,
+    pub config: Vec<String>,
+    pub test: Vec<String>,
 }
 
-/// Where matrix.toml came from, for errors that name file, line and column.
-struct Spans<'a> {
-    path: &'a str,
-    text: &'a str,
+/// `--WHAT VALUE` is one of `known`, else an error naming the flag and
+/// listing the known values.
+pub fn known_value(what: &str, value: &str, known: &[String]) -> Result<()> {
+    if known.iter().any(|k| k == value) {
+        return Ok(());
+    }
+    bail!(
+        "--{what} {value}: not in the matrix; known: {}",
+        known.join(", ")
+    )
 }
 
-impl Spans<'_> {
-    fn err(&self, span: std::ops::Range<usize>, msg: String) -> anyhow::Error {
-        let (l, c) = line_col(self.text, span.start);
-        anyhow::anyhow!("{}:{l}:{c}: {msg}", self.path)
+impl Names {
+    /// Every filter value is known; every `--cell` glob has four
+    /// components, each `*` or a known value.
+    pub fn check(&self, f: &Filters) -> Result<()> {
+        for (what, wanted, known) in [
+            ("arch", &f.arch, &self.arch),
+            ("kernel", &f.kernel, &self.kernel),
+            ("test", &f.test, &self.test),
+            ("variant", &f.variant, &self.variant),
+        ] {
+            for w in wanted {
+                known_value(what, w, known)?;
+            }
+        }
+        for g in &f.cell {
+            let parts: Vec<&str> = g.split('/').collect();
+            if parts.len() != 4 {
+                bail!("--cell {g}: expected kernel/variant/arch/config, `*` for any one");
+            }
+            let places = [
+                ("kernel", &self.kernel),
+                ("variant", &self.variant),
+                ("arch", &self.arch),
+                ("config", &self.config),
+            ];
+            for (part, (what, known)) in parts.iter().zip(places) {
+                if *part != "*" && !known.iter().any(|k| k == part) {
+                    bail!(
+                        "--cell {g}: no {what} `{part}` in the matrix; known: {}",
+                        known.join(", ")
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 }
 
+/// The ranges of matrix.toml's numbers (docs/matrix-toml.md states them);
+/// a flag that overrides one of them takes the same range.
+pub const SMP: RangeInclusive<u32> = 1..=64;
+/// `[config] smp`: possible CPUs (with `maxcpus=`, more than are online).
+pub const CONFIG_SMP: RangeInclusive<u32> = 1..=512;
+pub const MEMORY_MB: RangeInclusive<u32> = 128..=65_536;
+/// Seconds of QEMU for one boot, a day at most (`--cell-timeout` too).
+pub const CELL_TIMEOUT_S: RangeInclusive<u64> = 1..=86_400;
+/// Seconds a test may take in the guest (x3 under TCG), a day at most.
+pub const TEST_TIMEOUT_S: RangeInclusive<u64> = 1..=86_400;
+/// Boots of a cell: run.boots, run.max_boots, `[test] boots`, and the
+/// `--boots`/`--max-boots` flags of every command.
+pub const BOOTS: RangeInclusive<u32> = 1..=50;
+/// `[metric] min_effect_pct`, a change in percent.
+pub const MIN_EFFECT_PCT: RangeInclusive<f64> = 0.0..=1000.0;
+
+/// What a numeric key expects, for serde's refusals of a value of the
+/// wrong type (`-1`, `nan`, too large): by the key on `offset`'s line and
+/// the table header above it.
+fn number_at(text: &str, offset: usize) -> Option<String> {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let key = line.split_once('=')?.0.trim();
+    let header = before[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))?;
+    let table = header
+        .trim_start_matches('[')
+        .split(['.', ']'])
+        .next()?
+        .trim();
+    let (name, range) = match (table, key) {
+        ("run", "smp") => ("run.smp", format!("{}..={} CPUs", SMP.start(), SMP.end())),
+        ("run", "memory_mb") => (
+            "run.memory_mb",
+            format!("{}..={} MB", MEMORY_MB.start(), MEMORY_MB.end()),
+        ),
+        ("run", "cell_timeout_s") => (
+            "run.cell_timeout_s",
+            format!(
+                "{}..={} seconds",
+                CELL_TIMEOUT_S.start(),
+                CELL_TIMEOUT_S.end()
+            ),
+        ),
+        ("run", "boots") => ("run.boots", format!("{}..={}", BOOTS.start(), BOOTS.end())),
+        ("run", "max_boots") => ("run.max_boots", format!("run.boots..={}", BOOTS.end())),
+        ("config", "smp") => (
+            "[config] smp",
+            format!("{}..={} CPUs", CONFIG_SMP.start(), CONFIG_SMP.end()),
+        ),
+        ("test", "timeout_s") => (
+            "[test] timeout_s",
+            format!(
+                "{}..={} seconds",
+                TEST_TIMEOUT_S.start(),
+                TEST_TIMEOUT_S.end()
+            ),
+        ),
+        ("test", "boots") => (
+            "[test] boots",
+            format!("{}..={}", BOOTS.start(), BOOTS.end()),
+        ),
+        ("metric", "min_effect_pct") => (
+            "[metric] min_effect_pct",
+            format!(
+                "{}..={} (percent)",
+                MIN_EFFECT_PCT.start(),
+                MIN_EFFECT_PCT.end()
+            ),
+        ),
+        ("metric", "target_ci_pct") => {
+            ("[metric] target_ci_pct", "a percentage in (0, 100)".into())
+        }
+        ("metric", "quantile") => ("[metric] quantile", "a number in (0, 1)".into()),
+        _ => return None,
+    };
+    Some(format!("{name}: expected {range}"))
+}
+
+/// `NAME = v` in its range, else an error at its value saying the range.
+fn in_range<T: PartialOrd + fmt::Display>(
+    at: &Spans,
+    keys: &[Seg],
+    name: &str,
+    v: T,
+    range: &RangeInclusive<T>,
+    unit: &str,
+) -> Result<()> {
+    if range.contains(&v) {
+        return Ok(());
+    }
+    Err(at.err_at(
+        keys,
+        format!(
+            "{name} = {v} is out of range, expected {}..={}{unit}",
+            range.start(),
+            range.end()
+        ),
+    ))
+}
+
+/// The first entry of a list that repeats an earlier one: its index.
+fn repeated<'s>(items: impl IntoIterator<Item = &'s str>) -> Option<(usize, &'s str)> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .enumerate()
+        .find(|(_, s)| !seen.insert(*s))
+}
+
+/// A list of names with each one at most once; the error is at the repeat.
+fn once(at: &Spans, list: &[Spanned<String>], what: &str, why: &str) -> Result<()> {
+    match repeated(list.iter().map(|s| s.get_ref().as_str())) {
+        Some((i, s)) => Err(at.err(
+            list[i].span(),
+            format!("{what} lists `{s}` twice{why}; expected each once"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The same for a list without spans of its own, found by key path.
+fn once_at(at: &Spans, keys: &[Seg], list: &[String], what: &str) -> Result<()> {
+    match repeated(list.iter().map(String::as_str)) {
+        Some((i, s)) => {
+            let mut p = keys.to_vec();
+            p.push(Seg::Index(i));
+            Err(at.err_at(&p, format!("{what} lists `{s}` twice; expected each once")))
+        }
+        None => Ok(()),
+    }
+}
+
+/// A kernel, series, config or test name: part of cell ids, of globs, and
+/// of paths in the cache and the guest.
+fn bad_name(name: &str) -> bool {
+    name.is_empty()
+        || name
+            .chars()
+            .any(|c| c == '/' || c == '*' || c.is_whitespace() || c.is_control())
+}
+
+const NAME_RULE: &str = "expected a name without `/`, `*` or white space";
+
 impl Matrix {
-    /// Parses and validates; errors name the file, line and what was expected.
+    /// Parses and validates; errors name the file, line and column and what
+    /// was expected. Reads nothing but `text` (the files it names are
+    /// checked by `plan::files`).
     pub fn parse(path: &str, text: &str) -> Result<Matrix> {
         let m: Matrix = match toml::from_str(text) {
             Ok(m) => m,
             Err(e) => {
-                let where_ = e
-                    .span()
-                    .map(|s| {
-                        let (l, c) = line_col(text, s.start);
-                        format!("{path}:{l}:{c}")
-                    })
-                    .unwrap_or_else(|| path.to_string());
-                bail!("{where_}: {}", e.message());
+                let at = Spans::new(path, text);
+                let offset = e.span().map_or(0, |s| s.start);
+                let hint = number_at(text, offset)
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
+                let mut msg = e.message().trim_end().to_string();
+                if msg.is_empty() {
+                    // toml says nothing of some characters (NUL, controls).
+                    let c = text.get(offset..).and_then(|t| t.chars().next());
+                    msg = match c {
+                        Some(c) => format!("unexpected character {c:?}, expected TOML"),
+                        None => "unexpected end of the file, expected TOML".to_string(),
+                    };
+                }
+                bail!("{}: {msg}{hint}", at.place(offset));
             }
         };
-        m.validate(path, text)?;
+        m.validate(&Spans::new(path, text))?;
         Ok(m)
     }
 
     /// Checks what serde cannot: names that refer to other tables, ranges,
-    /// patterns. The first problem found is the error.
-    fn validate(&self, path: &str, text: &str) -> Result<()> {
-        let at = Spans { path, text };
-        self.validate_run(&at)?;
-        self.validate_kernels(&at)?;
-        self.validate_configs(&at)?;
-        self.validate_tests(&at)?;
-        self.validate_expectations(&at)?;
-        self.validate_comparisons(&at)?;
+    /// repeats, patterns. The first problem found is the error.
+    fn validate(&self, at: &Spans) -> Result<()> {
+        self.validate_run(at)?;
+        self.validate_kernels(at)?;
+        self.validate_series(at)?;
+        self.validate_configs(at)?;
+        self.validate_tests(at)?;
+        self.validate_expectations(at)?;
+        self.validate_comparisons(at)?;
+        if self.cells(&Filters::default()).is_err() {
+            return Err(at.err_at(
+                keys!["run"],
+                "the matrix makes no cell: expected a kernel with a config (its `configs`, else run.configs) whose tests (its `tests`, else run.tests) are not empty",
+            ));
+        }
         Ok(())
     }
 
     /// [run]: the arches, configs and tests it names, and its numbers.
     fn validate_run(&self, at: &Spans) -> Result<()> {
-        let path = at.path;
-        for a in &self.run.arches {
+        let run = &self.run;
+        if run.arches.is_empty() {
+            return Err(at.err_at(
+                keys!["run", "arches"],
+                format!("run.arches is empty, expected some of {:?}", Arch::names()),
+            ));
+        }
+        for a in &run.arches {
             if Arch::parse(a.get_ref()).is_none() {
                 return Err(at.err(
                     a.span(),
@@ -459,7 +675,13 @@ impl Matrix {
                 ));
             }
         }
-        for c in &self.run.configs {
+        once(
+            at,
+            &run.arches,
+            "run.arches",
+            " (each cell would run twice)",
+        )?;
+        for c in &run.configs {
             if !self.config.contains_key(c.get_ref()) {
                 return Err(at.err(
                     c.span(),
@@ -471,7 +693,13 @@ impl Matrix {
                 ));
             }
         }
-        for t in &self.run.tests {
+        once(
+            at,
+            &run.configs,
+            "run.configs",
+            " (each cell would run twice)",
+        )?;
+        for t in &run.tests {
             if !self.test.contains_key(t.get_ref()) {
                 return Err(at.err(
                     t.span(),
@@ -483,41 +711,61 @@ impl Matrix {
                 ));
             }
         }
-        if self.run.smp == 0 || self.run.smp > 64 {
-            bail!(
-                "{path}: run.smp = {} is out of range, expected 1..=64",
-                self.run.smp
-            );
-        }
-        if self.run.boots == 0 || self.run.boots > 50 {
-            bail!(
-                "{path}: run.boots = {} is out of range, expected 1..=50",
-                self.run.boots
-            );
-        }
-        if let Some(mb) = self.run.max_boots {
-            if mb < self.run.boots || mb > 50 {
-                bail!(
-                    "{path}: run.max_boots = {mb} is out of range, expected run.boots ({})..=50",
-                    self.run.boots
-                );
+        once(at, &run.tests, "run.tests", " (it would run twice a boot)")?;
+        in_range(at, keys!["run", "smp"], "run.smp", run.smp, &SMP, " CPUs")?;
+        in_range(
+            at,
+            keys!["run", "memory_mb"],
+            "run.memory_mb",
+            run.memory_mb,
+            &MEMORY_MB,
+            " MB",
+        )?;
+        in_range(
+            at,
+            keys!["run", "cell_timeout_s"],
+            "run.cell_timeout_s",
+            run.cell_timeout_s,
+            &CELL_TIMEOUT_S,
+            " seconds",
+        )?;
+        in_range(
+            at,
+            keys!["run", "boots"],
+            "run.boots",
+            run.boots,
+            &BOOTS,
+            "",
+        )?;
+        if let Some(mb) = run.max_boots {
+            if mb < run.boots || mb > *BOOTS.end() {
+                return Err(at.err_at(
+                    keys!["run", "max_boots"],
+                    format!(
+                        "run.max_boots = {mb} is out of range, expected run.boots ({})..={}",
+                        run.boots,
+                        BOOTS.end()
+                    ),
+                ));
             }
-        }
-        if self.run.memory_mb < 128 {
-            bail!(
-                "{path}: run.memory_mb = {} is too small, expected at least 128",
-                self.run.memory_mb
-            );
         }
         Ok(())
     }
 
     /// [kernel.*]: names, the series and configs they name, their sources.
     fn validate_kernels(&self, at: &Spans) -> Result<()> {
-        let path = at.path;
+        if self.kernel.is_empty() {
+            return Err(at.err_at(
+                keys!["kernel"],
+                "no kernel: expected a [kernel.NAME] table with a `source`",
+            ));
+        }
         for (name, k) in &self.kernel {
-            if name.contains('/') || name == "base" {
-                bail!("{path}: kernel name `{name}` may not contain `/` or be `base`");
+            if bad_name(name) || name == "base" {
+                return Err(at.err_key(
+                    keys!["kernel", name],
+                    format!("kernel name `{name}`: {NAME_RULE}, and not `base`"),
+                ));
             }
             for s in &k.series {
                 if !self.series.contains_key(s.get_ref()) {
@@ -531,6 +779,12 @@ impl Matrix {
                     ));
                 }
             }
+            once(
+                at,
+                &k.series,
+                &format!("kernel.{name}.series"),
+                " (each of its cells would run twice)",
+            )?;
             if let Some(from) = &k.selftests_from {
                 if !k.series.iter().any(|s| s.get_ref() == from.get_ref())
                     && from.get_ref() != "base"
@@ -556,13 +810,49 @@ impl Matrix {
                     ));
                 }
             }
-            if let SourceSpec::Debian(pkg) = k.source.get_ref() {
-                if !pkg.starts_with("linux-source-") {
-                    return Err(at.err(
-                        k.source.span(),
-                        format!("debian source `{pkg}`: expected a linux-source-X.Y package"),
-                    ));
+            once(
+                at,
+                &k.configs,
+                &format!("kernel.{name}.configs"),
+                " (each of its cells would run twice)",
+            )?;
+            let bad_source = match k.source.get_ref() {
+                SourceSpec::Debian(pkg) if !pkg.starts_with("linux-source-") => Some(format!(
+                    "debian source `{pkg}`: expected a linux-source-X.Y package"
+                )),
+                SourceSpec::Tarball(p) if p.trim().is_empty() => {
+                    Some("tarball source: expected the path of a kernel tarball".into())
                 }
+                SourceSpec::Git { path, rev } if path.trim().is_empty() || rev.trim().is_empty() => {
+                    Some(format!(
+                        "git source `{path}` at `{rev}`: expected the path of a git tree and a revision"
+                    ))
+                }
+                _ => None,
+            };
+            if let Some(msg) = bad_source {
+                return Err(at.err(k.source.span(), msg));
+            }
+        }
+        Ok(())
+    }
+
+    /// [series.*]: names (variant names, hence part of cell ids) and dirs.
+    fn validate_series(&self, at: &Spans) -> Result<()> {
+        for (name, s) in &self.series {
+            if bad_name(name) || name == "base" || name == AA_VARIANT || name.contains('@') {
+                return Err(at.err_key(
+                    keys!["series", name],
+                    format!(
+                        "series name `{name}`: {NAME_RULE} or `@`, and not `base` (it names a variant)"
+                    ),
+                ));
+            }
+            if s.dir.trim().is_empty() {
+                return Err(at.err_at(
+                    keys!["series", name, "dir"],
+                    format!("[series.{name}] dir is empty, expected a directory of patch files"),
+                ));
             }
         }
         Ok(())
@@ -570,24 +860,62 @@ impl Matrix {
 
     /// [config.*]: smp, the tests and arch fragments they name.
     fn validate_configs(&self, at: &Spans) -> Result<()> {
-        let path = at.path;
         for (name, c) in &self.config {
-            if let Some(smp) = c.smp.filter(|s| *s == 0 || *s > 512) {
-                bail!("{path}: [config.{name}] smp = {smp} is out of range, expected 1..=512");
+            if bad_name(name) {
+                return Err(at.err_key(
+                    keys!["config", name],
+                    format!("config name `{name}`: {NAME_RULE}"),
+                ));
             }
-            for t in c.tests.iter().flatten() {
-                if !self.test.contains_key(t.get_ref()) {
-                    return Err(at.err(
-                        t.span(),
-                        format!(
-                            "config.{name}.tests: test `{}` is not defined in a [test.{}] table",
-                            t.get_ref(),
-                            t.get_ref()
-                        ),
+            if c.base.trim().is_empty() {
+                return Err(at.err_at(
+                    keys!["config", name, "base"],
+                    format!("[config.{name}] base is empty, expected a make target (tinyconfig, defconfig)"),
+                ));
+            }
+            if let Some(smp) = c.smp {
+                in_range(
+                    at,
+                    keys!["config", name, "smp"],
+                    &format!("[config.{name}] smp"),
+                    smp,
+                    &CONFIG_SMP,
+                    " CPUs",
+                )?;
+            }
+            if let Some(tests) = &c.tests {
+                if tests.is_empty() {
+                    return Err(at.err_at(
+                        keys!["config", name, "tests"],
+                        format!("config.{name}.tests is empty, expected one or more tests (without the key: run.tests)"),
                     ));
                 }
+                for t in tests {
+                    if !self.test.contains_key(t.get_ref()) {
+                        return Err(at.err(
+                            t.span(),
+                            format!(
+                                "config.{name}.tests: test `{}` is not defined in a [test.{}] table",
+                                t.get_ref(),
+                                t.get_ref()
+                            ),
+                        ));
+                    }
+                }
+                once(
+                    at,
+                    tests,
+                    &format!("config.{name}.tests"),
+                    " (it would run twice a boot)",
+                )?;
             }
-            for a in c.arch_fragments.keys() {
+            once_at(
+                at,
+                keys!["config", name, "fragments"],
+                &c.fragments,
+                &format!("config.{name}.fragments"),
+            )?;
+            for (a, frags) in &c.arch_fragments {
                 if Arch::parse(a.get_ref()).is_none() {
                     return Err(at.err(
                         a.span(),
@@ -598,56 +926,153 @@ impl Matrix {
                         ),
                     ));
                 }
+                once_at(
+                    at,
+                    keys!["config", name, "arch_fragments", a.get_ref()],
+                    frags,
+                    &format!("config.{name}.arch_fragments.{}", a.get_ref()),
+                )?;
             }
         }
         Ok(())
     }
 
-    /// [test.*]: what each kind needs, Kconfig symbols, boots, config lines.
+    /// [test.*]: what each kind needs, Kconfig symbols, numbers, repeats.
     fn validate_tests(&self, at: &Spans) -> Result<()> {
-        let path = at.path;
         for (name, t) in &self.test {
-            match t.kind {
+            let here = keys!["test", name];
+            if bad_name(name) {
+                return Err(at.err_key(here, format!("test name `{name}`: {NAME_RULE}")));
+            }
+            let missing = match t.kind {
                 TestKind::Kselftest if t.dir.is_none() || t.sources.is_empty() => {
-                    bail!("{path}: [test.{name}] kind = \"kselftest\" needs `dir` and `sources`")
+                    Some("kind = \"kselftest\" needs `dir` and `sources`")
                 }
-                TestKind::Bench if t.source.is_none() => {
-                    bail!("{path}: [test.{name}] kind = \"bench\" needs `source`")
-                }
-                TestKind::Shell if t.command.is_none() => {
-                    bail!("{path}: [test.{name}] kind = \"shell\" needs `command`")
-                }
+                TestKind::Bench if t.source.is_none() => Some("kind = \"bench\" needs `source`"),
+                TestKind::Shell if t.command.is_none() => Some("kind = \"shell\" needs `command`"),
                 TestKind::Programs
                     if t.dir.is_none() || t.programs.is_empty() || t.cases.is_empty() =>
                 {
-                    bail!("{path}: [test.{name}] kind = \"programs\" needs `dir`, `programs` and `cases`")
+                    Some("kind = \"programs\" needs `dir`, `programs` and `cases`")
                 }
-                _ => {}
+                _ => None,
+            };
+            if let Some(msg) = missing {
+                return Err(at.err_key(here, format!("[test.{name}] {msg}")));
             }
-            for n in t
-                .needs
-                .iter()
-                .chain(t.programs.iter().flat_map(|p| &p.needs))
-            {
-                if !n.starts_with("CONFIG_") || n.contains('=') {
-                    bail!(
-                        "{path}: [test.{name}] needs `{n}`: expected a Kconfig symbol, CONFIG_NAME"
-                    );
-                }
-            }
-            if t.boots == Some(0) {
-                bail!("{path}: [test.{name}] boots = 0: a test that never runs; leave it out of the tests instead");
-            }
-            for line in &t.config {
-                if parse_config_line(line.get_ref()).is_none() {
-                    return Err(at.err(
-                        line.span(),
+            let needs = t.needs.iter().enumerate().map(|(i, n)| {
+                (
+                    n,
+                    [
+                        Seg::Key("test"),
+                        Seg::Key(name),
+                        Seg::Key("needs"),
+                        Seg::Index(i),
+                    ]
+                    .to_vec(),
+                )
+            });
+            let program_needs = t.programs.iter().enumerate().flat_map(|(p, prog)| {
+                prog.needs.iter().enumerate().map(move |(i, n)| {
+                    (
+                        n,
+                        [
+                            Seg::Key("test"),
+                            Seg::Key(name),
+                            Seg::Key("programs"),
+                            Seg::Index(p),
+                            Seg::Key("needs"),
+                            Seg::Index(i),
+                        ]
+                        .to_vec(),
+                    )
+                })
+            });
+            for (n, keys) in needs.chain(program_needs) {
+                if !n.starts_with("CONFIG_") || n.contains('=') || n.contains(char::is_whitespace) {
+                    return Err(at.err_at(
+                        &keys,
                         format!(
-                            "`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`",
-                            line.get_ref()
+                            "[test.{name}] needs `{n}`: expected a Kconfig symbol, CONFIG_NAME"
                         ),
                     ));
                 }
+            }
+            if let Some(b) = t.boots {
+                in_range(
+                    at,
+                    keys!["test", name, "boots"],
+                    &format!("[test.{name}] boots"),
+                    b,
+                    &BOOTS,
+                    " (the first N boots of a cell; a test that never runs is left out of the tests)",
+                )?;
+            }
+            if let Some(s) = t.timeout_s {
+                in_range(
+                    at,
+                    keys!["test", name, "timeout_s"],
+                    &format!("[test.{name}] timeout_s"),
+                    s,
+                    &TEST_TIMEOUT_S,
+                    " seconds",
+                )?;
+            }
+            let mut symbols = Vec::new();
+            for line in &t.config {
+                match parse_config_line(line.get_ref()) {
+                    None => {
+                        return Err(at.err(
+                            line.span(),
+                            format!(
+                                "`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`",
+                                line.get_ref()
+                            ),
+                        ))
+                    }
+                    Some((sym, _)) if symbols.contains(&sym) => {
+                        return Err(at.err(
+                            line.span(),
+                            format!(
+                                "[test.{name}] config sets {sym} twice; expected each option once"
+                            ),
+                        ))
+                    }
+                    Some((sym, _)) => symbols.push(sym),
+                }
+            }
+            once_at(
+                at,
+                keys!["test", name, "sources"],
+                &t.sources,
+                &format!("[test.{name}] sources"),
+            )?;
+            let programs: Vec<String> = t.programs.iter().map(|p| p.name.clone()).collect();
+            let cases: Vec<String> = t.cases.iter().map(|c| c.name.clone()).collect();
+            for (what, names) in [("programs", &programs), ("cases", &cases)] {
+                if let Some((i, n)) = repeated(names.iter().map(String::as_str)) {
+                    return Err(at.err_at(
+                        keys!["test", name, what, i, "name"],
+                        format!(
+                            "[test.{name}] {what}: `{n}` is named twice; expected each name once"
+                        ),
+                    ));
+                }
+                if let Some(i) = names.iter().position(|n| bad_name(n)) {
+                    return Err(at.err_at(
+                        keys!["test", name, what, i, "name"],
+                        format!("[test.{name}] {what}: name `{}`: {NAME_RULE}", names[i]),
+                    ));
+                }
+            }
+            if let Some(i) = t.programs.iter().position(|p| p.sources.is_empty()) {
+                return Err(at.err_at(
+                    keys!["test", name, "programs", i, "sources"],
+                    format!(
+                        "[test.{name}] program `{}` has no sources, expected C files in `dir`",
+                        t.programs[i].name
+                    ),
+                ));
             }
         }
         Ok(())
@@ -655,8 +1080,7 @@ impl Matrix {
 
     /// [[expect]] and [[known]]: tests, cell patterns, splat regexes.
     fn validate_expectations(&self, at: &Spans) -> Result<()> {
-        let path = at.path;
-        for e in &self.expect {
+        for (i, e) in self.expect.iter().enumerate() {
             if !self.test.contains_key(e.test.get_ref()) {
                 return Err(at.err(
                     e.test.span(),
@@ -664,15 +1088,24 @@ impl Matrix {
                 ));
             }
             if e.cell.split('/').count() != 4 {
-                bail!("{path}: expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell);
+                return Err(at.err_at(
+                    keys!["expect", i, "cell"],
+                    format!("expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell),
+                ));
             }
         }
-        for k in &self.known {
+        for (i, k) in self.known.iter().enumerate() {
             if k.cell.split('/').count() != 4 {
-                bail!("{path}: known.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", k.cell);
+                return Err(at.err_at(
+                    keys!["known", i, "cell"],
+                    format!("known.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", k.cell),
+                ));
             }
             if let Err(e) = regex::Regex::new(&k.splat) {
-                bail!("{path}: known.splat `{}`: not a regex: {e}", k.splat);
+                return Err(at.err_at(
+                    keys!["known", i, "splat"],
+                    format!("known.splat `{}`: not a regex: {e}", k.splat),
+                ));
             }
         }
         Ok(())
@@ -680,70 +1113,87 @@ impl Matrix {
 
     /// [[across]], [[within]] and [metric.*]: what is compared, and how.
     fn validate_comparisons(&self, at: &Spans) -> Result<()> {
-        let path = at.path;
-        for a in &self.across {
-            for c in [&a.base_config, &a.new_config] {
+        for (i, a) in self.across.iter().enumerate() {
+            for (key, c) in [
+                ("base_config", &a.base_config),
+                ("new_config", &a.new_config),
+            ] {
                 if !self.config.contains_key(c) {
-                    bail!("{path}: [[across]] config `{c}` is not defined in a [config.{c}] table");
+                    return Err(at.err_at(
+                        keys!["across", i, key],
+                        format!("[[across]] config `{c}` is not defined in a [config.{c}] table"),
+                    ));
                 }
             }
+            if a.base_config == a.new_config {
+                return Err(at.err_at(
+                    keys!["across", i, "new_config"],
+                    format!(
+                        "[[across]] compares config `{}` with itself, expected two configs",
+                        a.new_config
+                    ),
+                ));
+            }
         }
-        for w in &self.within {
+        for (i, w) in self.within.iter().enumerate() {
+            if w.base == w.new {
+                return Err(at.err_at(
+                    keys!["within", i, "new"],
+                    format!(
+                        "[[within]] compares `{}` with itself, expected two metric prefixes",
+                        w.new
+                    ),
+                ));
+            }
             if let Some(sp) = &w.split {
                 if sp.metric.is_empty() || !sp.at.is_finite() {
-                    bail!(
-                        "{path}: [[within]] {} vs {}: [within.split] needs a metric name and a finite `at` (got `{}`, {})",
-                        w.new, w.base, sp.metric, sp.at
-                    );
+                    return Err(at.err_at(
+                        keys!["within", i, "split"],
+                        format!(
+                            "[[within]] {} vs {}: [within.split] needs a metric name and a finite `at` (got `{}`, {})",
+                            w.new, w.base, sp.metric, sp.at
+                        ),
+                    ));
                 }
                 if sp.metric.starts_with(&w.base) || sp.metric.starts_with(&w.new) {
-                    bail!(
-                        "{path}: [[within]] {} vs {}: [within.split] metric `{}` is one of the pair's own metrics; split by another (the host's state)",
-                        w.new, w.base, sp.metric
-                    );
+                    return Err(at.err_at(
+                        keys!["within", i, "split", "metric"],
+                        format!(
+                            "[[within]] {} vs {}: [within.split] metric `{}` is one of the pair's own metrics; split by another (the host's state)",
+                            w.new, w.base, sp.metric
+                        ),
+                    ));
                 }
             }
         }
         for (name, m) in &self.metric {
-            // NaN is refused too.
-            if m.min_effect_pct.is_nan() || m.min_effect_pct < 0.0 {
-                bail!(
-                    "{path}: [metric.{name}] min_effect_pct = {} must be a percentage >= 0",
-                    m.min_effect_pct
-                );
-            }
+            in_range(
+                at,
+                keys!["metric", name, "min_effect_pct"],
+                &format!("[metric.{name}] min_effect_pct"),
+                m.min_effect_pct,
+                &MIN_EFFECT_PCT,
+                " (percent)",
+            )?;
             if let Some(t) = m.target_ci_pct.filter(|t| !(*t > 0.0 && *t < 100.0)) {
-                bail!(
-                    "{path}: [metric.{name}] target_ci_pct = {t} must be a percentage in (0, 100)"
-                );
+                return Err(at.err_at(
+                    keys!["metric", name, "target_ci_pct"],
+                    format!("[metric.{name}] target_ci_pct = {t} must be a percentage in (0, 100)"),
+                ));
             }
             if let Some(q) = m.quantile.filter(|q| !(*q > 0.0 && *q < 1.0)) {
-                bail!("{path}: [metric.{name}] quantile = {q} must be in (0, 1) (0.5: the median)");
+                return Err(at.err_at(
+                    keys!["metric", name, "quantile"],
+                    format!("[metric.{name}] quantile = {q} must be in (0, 1) (0.5: the median)"),
+                ));
             }
         }
         Ok(())
     }
 
-    /// Expands the matrix into cells, in build order, keeping those the
-    /// filters select. Unknown filter values are errors, not empty runs.
-    pub fn cells(&self, f: &Filters) -> Result<Vec<Cell>> {
-        let check = |what: &str, wanted: &[String], known: Vec<String>| -> Result<()> {
-            for w in wanted {
-                if !known.contains(w) {
-                    bail!(
-                        "--{what} {w}: not in the matrix; known: {}",
-                        known.join(", ")
-                    );
-                }
-            }
-            Ok(())
-        };
-        let arches: Vec<String> = self
-            .run
-            .arches
-            .iter()
-            .map(|a| a.get_ref().clone())
-            .collect();
+    /// The values `--arch`, `--kernel`, `--variant`, `--test`, `--config`
+    /// and `--cell` may name: what this matrix has.
+    pub fn names(&self) -> Names {
         let mut tests: Vec<String> = Vec::new();
         for c in self.config.keys() {
             for t in self.config_tests(c) {
@@ -752,15 +1202,35 @@ impl Matrix {
                 }
             }
         }
-        check("arch", &f.arch, arches.clone())?;
-        check("kernel", &f.kernel, self.kernel.keys().cloned().collect())?;
-        check("test", &f.test, tests)?;
         let mut variants = vec!["base".to_string()];
         if self.aa {
             variants.push(AA_VARIANT.to_string());
         }
         variants.extend(self.series.keys().cloned());
-        check("variant", &f.variant, variants)?;
+        Names {
+            arch: self
+                .run
+                .arches
+                .iter()
+                .map(|a| a.get_ref().clone())
+                .collect(),
+            kernel: self.kernel.keys().cloned().collect(),
+            variant: variants,
+            config: self.config.keys().cloned().collect(),
+            test: tests,
+        }
+    }
+
+    /// Expands the matrix into cells, in build order, keeping those the
+    /// filters select. Unknown filter values are errors, not empty runs.
+    pub fn cells(&self, f: &Filters) -> Result<Vec<Cell>> {
+        self.names().check(f)?;
+        let arches: Vec<String> = self
+            .run
+            .arches
+            .iter()
+            .map(|a| a.get_ref().clone())
+            .collect();
 
         let keep = |wanted: &[String], v: &str| wanted.is_empty() || wanted.iter().any(|w| w == v);
         let mut cells = Vec::new();
@@ -1034,8 +1504,28 @@ reason = "r"
             ..Default::default()
         };
         assert_eq!(m.cells(&f).unwrap().len(), 2);
+        // A glob naming what the matrix has not: the component and the
+        // known values; one that selects nothing: said so.
         let f = Filters {
             cell: vec!["6.1/base/riscv/*".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            m.cells(&f).unwrap_err().to_string(),
+            "--cell 6.1/base/riscv/*: no arch `riscv` in the matrix; known: x86_64, arm64"
+        );
+        let f = Filters {
+            cell: vec!["6.1/base/*".into()],
+            ..Default::default()
+        };
+        assert!(m
+            .cells(&f)
+            .unwrap_err()
+            .to_string()
+            .contains("expected kernel/variant/arch/config"));
+        let f = Filters {
+            arch: vec!["arm64".into()],
+            cell: vec!["*/*/x86_64/*".into()],
             ..Default::default()
         };
         assert!(m
@@ -1379,5 +1869,314 @@ reason = "r"
             .unwrap_err()
             .to_string()
             .contains("smp = 4096"));
+    }
+
+    /// The default matrix with `from` replaced by `to` (which must be there).
+    fn default_with(from: &str, to: &str) -> String {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
+            .unwrap();
+        assert!(text.contains(from), "{from}");
+        text.replacen(from, to, 1)
+    }
+
+    /// Where the last `to` is: the line and column of the last `value` in it.
+    fn place_of(text: &str, to: &str, value: &str) -> String {
+        let start = text.rfind(to).unwrap() + to.rfind(value).unwrap();
+        let (l, c) = crate::plan::spans::line_col(text, start);
+        format!("matrix.toml:{l}:{c}: ")
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_refused_at_their_value_with_the_range() {
+        let cases = [
+            (
+                "cell_timeout_s = 600",
+                "cell_timeout_s = 0",
+                "0",
+                "run.cell_timeout_s = 0 is out of range, expected 1..=86400 seconds",
+            ),
+            (
+                "memory_mb = 1024",
+                "memory_mb = 4294967295",
+                "4294967295",
+                "run.memory_mb = 4294967295 is out of range, expected 128..=65536 MB",
+            ),
+            (
+                "memory_mb = 1024",
+                "memory_mb = 64",
+                "64",
+                "run.memory_mb = 64 is out of range, expected 128..=65536 MB",
+            ),
+            (
+                "smp = 2",
+                "smp = 0",
+                "0",
+                "run.smp = 0 is out of range, expected 1..=64 CPUs",
+            ),
+            (
+                "boots = 6",
+                "boots = 0",
+                "0",
+                "run.boots = 0 is out of range, expected 1..=50",
+            ),
+            (
+                "boots = 6",
+                "boots = 51",
+                "51",
+                "run.boots = 51 is out of range, expected 1..=50",
+            ),
+            (
+                "max_boots = 18",
+                "max_boots = 51",
+                "51",
+                "run.max_boots = 51 is out of range, expected run.boots (6)..=50",
+            ),
+            (
+                "max_boots = 18",
+                "max_boots = 5",
+                "5",
+                "run.max_boots = 5 is out of range, expected run.boots (6)..=50",
+            ),
+            (
+                "timeout_s = 300",
+                "timeout_s = 0",
+                "0",
+                "[test.seccomp_notify] timeout_s = 0 is out of range, expected 1..=86400 seconds",
+            ),
+            (
+                "timeout_s = 60\nboots = 3",
+                "timeout_s = 60\nboots = 4000000000",
+                "4000000000",
+                "[test.mm_cid] boots = 4000000000 is out of range, expected 1..=50",
+            ),
+            (
+                "timeout_s = 60\nboots = 3",
+                "timeout_s = 60\nboots = 0",
+                "0",
+                "[test.mm_cid] boots = 0 is out of range, expected 1..=50",
+            ),
+            (
+                "smp = 255",
+                "smp = 513",
+                "513",
+                "[config.wide] smp = 513 is out of range, expected 1..=512 CPUs",
+            ),
+            (
+                "min_effect_pct = 20.0",
+                "min_effect_pct = inf",
+                "inf",
+                "[metric.mm_cid] min_effect_pct = inf is out of range, expected 0..=1000 (percent)",
+            ),
+            (
+                "min_effect_pct = 20.0",
+                "min_effect_pct = nan",
+                "nan",
+                "[metric.mm_cid] min_effect_pct = NaN is out of range, expected 0..=1000 (percent)",
+            ),
+            (
+                "min_effect_pct = 20.0",
+                "min_effect_pct = -5.0",
+                "-5.0",
+                "[metric.mm_cid] min_effect_pct = -5 is out of range, expected 0..=1000 (percent)",
+            ),
+            (
+                "min_effect_pct = 20.0",
+                "min_effect_pct = 1e9",
+                "1e9",
+                "[metric.mm_cid] min_effect_pct = 1000000000 is out of range",
+            ),
+            (
+                "target_ci_pct = 3.0\n#",
+                "target_ci_pct = inf\n#",
+                "inf",
+                "[metric.seccomp_notify] target_ci_pct = inf must be a percentage in (0, 100)",
+            ),
+            (
+                "split = { metric = \"seccomp_notify.host.wake_gap_pct\", at = 17.0 }",
+                "split = { metric = \"seccomp_notify.host.wake_gap_pct\", at = inf }",
+                "{ metric",
+                "[within.split] needs a metric name and a finite `at`",
+            ),
+        ];
+        for (from, to, value, says) in cases {
+            let bad = default_with(from, to);
+            let e = parse_err(&bad);
+            let place = place_of(&bad, to, value);
+            assert!(
+                e.starts_with(&place) && e.contains(says),
+                "{to}: {e}, wanted {place}{says}"
+            );
+        }
+        // Beyond the type: serde's refusal, also at the value.
+        for (to, says) in [
+            ("cell_timeout_s = -1", "invalid value: integer `-1`"),
+            ("cell_timeout_s = 18446744073709551616", "number too large"),
+            ("cell_timeout_s = nan", "invalid type: floating point `NaN`"),
+            ("cell_timeout_s = \"600\"", "invalid type: string"),
+        ] {
+            let bad = default_with("cell_timeout_s = 600", to);
+            let e = parse_err(&bad);
+            assert!(
+                e.starts_with("matrix.toml:18:")
+                    && e.contains(says)
+                    && e.ends_with("; run.cell_timeout_s: expected 1..=86400 seconds"),
+                "{to}: {e}"
+            );
+        }
+        // A character toml names no problem for: it, and where.
+        let bad = default_with("# Per-boot budget", "# Per-boot\u{0} budget");
+        let e = parse_err(&bad);
+        assert!(
+            e.starts_with("matrix.toml:17:11: unexpected character '\\0', expected TOML"),
+            "{e}"
+        );
+        let bad = default_with("timeout_s = 300", "timeout_s = -300");
+        assert!(
+            parse_err(&bad).ends_with("; [test] timeout_s: expected 1..=86400 seconds"),
+            "{}",
+            parse_err(&bad)
+        );
+    }
+
+    #[test]
+    fn a_name_listed_twice_is_refused_at_the_repeat() {
+        let cases = [
+            (
+                "arches = [\"x86_64\", \"arm64\"]",
+                "arches = [\"x86_64\", \"arm64\", \"x86_64\"]",
+                "\"x86_64\"]",
+                "run.arches lists `x86_64` twice (each cell would run twice)",
+            ),
+            (
+                "\"seccomp_bpf\", \"seccomp_notify\",\n",
+                "\"seccomp_bpf\", \"seccomp_notify\", \"seccomp_bpf\",\n",
+                "\"seccomp_bpf\",\n",
+                "run.tests lists `seccomp_bpf` twice",
+            ),
+            (
+                "configs = [\"tiny\"]",
+                "configs = [\"tiny\", \"tiny\"]",
+                "\"tiny\"]",
+                "run.configs lists `tiny` twice",
+            ),
+            (
+                "series = [\"mm-cid-work\"]",
+                "series = [\"mm-cid-work\", \"mm-cid-work\"]",
+                "\"mm-cid-work\"]",
+                "kernel.6.12.series lists `mm-cid-work` twice",
+            ),
+            (
+                "configs = [\"tiny\", \"wide\"]",
+                "configs = [\"tiny\", \"wide\", \"tiny\"]",
+                "\"tiny\"]",
+                "kernel.6.12.configs lists `tiny` twice",
+            ),
+            (
+                "tests = [\"mm_cid\"]",
+                "tests = [\"mm_cid\", \"mm_cid\"]",
+                "\"mm_cid\"]",
+                "config.wide.tests lists `mm_cid` twice",
+            ),
+            (
+                "fragments = [\"kernels/configs/base.config\"]",
+                "fragments = [\"kernels/configs/base.config\", \"kernels/configs/base.config\"]",
+                "\"kernels/configs/base.config\"]",
+                "config.tiny.fragments lists `kernels/configs/base.config` twice",
+            ),
+            (
+                "config = [\"CONFIG_RSEQ=y\"]\nboots = 1",
+                "config = [\"CONFIG_RSEQ=y\", \"CONFIG_RSEQ=n\"]\nboots = 1",
+                "\"CONFIG_RSEQ=n",
+                "[test.rseq_selftests] config sets CONFIG_RSEQ twice",
+            ),
+            (
+                "{ name = \"param_test.list\",",
+                "{ name = \"param_test.spinlock\",",
+                "\"param_test.spinlock",
+                "[test.rseq_selftests] cases: `param_test.spinlock` is named twice",
+            ),
+        ];
+        for (from, to, value, says) in cases {
+            let bad = default_with(from, to);
+            let e = parse_err(&bad);
+            let place = place_of(&bad, to, value);
+            assert!(
+                e.starts_with(&place) && e.contains(says),
+                "{to}: {e}, wanted {place}{says}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_that_would_break_cell_ids_and_empty_lists_are_refused() {
+        let cases = [
+            (
+                "[series.mm-cid-work]",
+                "[series.\"mm/cid\"]",
+                "series = [\"mm-cid-work\"]",
+                "series = [\"mm/cid\"]",
+                "series name `mm/cid`",
+            ),
+            (
+                "[series.mm-cid-work]",
+                "[series.\"mm@2\"]",
+                "series = [\"mm-cid-work\"]",
+                "series = [\"mm@2\"]",
+                "series name `mm@2`",
+            ),
+            (
+                "[config.wide]",
+                "[config.\"wi de\"]",
+                "configs = [\"tiny\", \"wide\"]",
+                "configs = [\"tiny\", \"wi de\"]",
+                "config name `wi de`",
+            ),
+            (
+                "arches = [\"x86_64\", \"arm64\"]",
+                "arches = []",
+                "x",
+                "x",
+                "run.arches is empty",
+            ),
+            (
+                "configs = [\"tiny\"]",
+                "configs = []",
+                "configs = [\"tiny\", \"wide\"]",
+                "configs = []",
+                "matrix.toml:7:1: the matrix makes no cell",
+            ),
+            (
+                "tests = [\"mm_cid\"]",
+                "tests = []",
+                "x",
+                "x",
+                "config.wide.tests is empty",
+            ),
+            (
+                "base = \"seccomp_notify.default.\"\nnew = \"seccomp_notify.sync.\"",
+                "base = \"seccomp_notify.sync.\"\nnew = \"seccomp_notify.sync.\"",
+                "x",
+                "x",
+                "[[within]] compares `seccomp_notify.sync.` with itself",
+            ),
+            (
+                "new_config = \"wide\"",
+                "new_config = \"tiny\"",
+                "x",
+                "x",
+                "[[across]] compares config `tiny` with itself",
+            ),
+        ];
+        for (from, to, from2, to2, says) in cases {
+            let mut bad = default_with(from, to);
+            if from2 != "x" {
+                bad = bad.replacen(from2, to2, 1);
+            }
+            let e = parse_err(&bad);
+            assert!(
+                e.starts_with("matrix.toml:") && e.contains(says),
+                "{to}: {e}"
+            );
+        }
     }
 }

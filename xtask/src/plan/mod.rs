@@ -1,9 +1,16 @@
 //! What to run: matrix.toml, its cells, and what each cell is expected to
-//! do. Pure, but for listing a series directory (series.rs).
+//! do. Pure, but for listing a series directory (series.rs) and checking
+//! that the files a matrix names exist (files.rs).
 pub mod arch;
+#[cfg(test)]
+mod doc_examples;
 pub mod expect;
+pub mod files;
 pub mod matrix;
+#[cfg(test)]
+mod mutations;
 pub mod series;
+pub mod spans;
 pub mod variants;
 
 use std::path::Path;
@@ -15,6 +22,18 @@ pub fn load(path: &Path) -> Result<matrix::Matrix> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     matrix::Matrix::parse(&path.display().to_string(), &text)
+}
+
+/// Reads and validates a matrix file to run: also every file it names
+/// exists under `root`, the harness's checkout (errors name
+/// file:line:col).
+pub fn load_checked(path: &Path, root: &Path) -> Result<matrix::Matrix> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let shown = path.display().to_string();
+    let m = matrix::Matrix::parse(&shown, &text)?;
+    files::check(&m, &shown, &text, root)?;
+    Ok(m)
 }
 
 /// The Debian source packages the matrix's kernels come from.

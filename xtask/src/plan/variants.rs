@@ -50,6 +50,12 @@ pub fn name_of(path: &Path) -> String {
     }
 }
 
+/// The series name `--range BASE..TIP` gives its commits (as
+/// `bisect::apply_sources` names it).
+pub fn range_name(range: &str) -> String {
+    name_of(Path::new(&range.replace('/', "-")))
+}
+
 /// Replaces the matrix's kernels by one built from a local git tree at
 /// `rev`, named `name`, with no series (add one with `use_series`).
 pub fn use_tree(m: &mut Matrix, name: &str, tree: &Path, rev: &str) {
@@ -120,10 +126,16 @@ pub fn pick_series(m: &Matrix, kernel: &str, wanted: Option<&str>) -> Result<Str
         .iter()
         .map(|s| s.get_ref().clone())
         .collect();
+    pick_series_in(kernel, &names, wanted)
+}
+
+/// `pick_series` over the series `names` of `kernel` (what the source
+/// flags will have made of them, when checked before any work).
+pub fn pick_series_in(kernel: &str, names: &[String], wanted: Option<&str>) -> Result<String> {
     match wanted {
         Some(s) if names.iter().any(|n| n == s) => Ok(s.to_string()),
         Some(s) => bail!(
-            "series {s} is not a series of kernel {kernel}; it has: {}",
+            "--series-name {s}: not a series of kernel {kernel}; it has: {}",
             names.join(", ")
         ),
         None if names.len() == 1 => Ok(names[0].clone()),
