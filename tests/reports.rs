@@ -892,7 +892,7 @@ fn degenerate_samples_cannot_be_compared_and_say_why() {
             }
         }
         let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-        assert!(summary.contains(&format!("cannot compare: ")), "{name}");
+        assert!(summary.contains("cannot compare: "), "{name}");
         assert!(text(&o.stdout).contains(why), "{name}");
         let html = std::fs::read_to_string(out.join("report.html")).unwrap();
         assert!(
@@ -1116,7 +1116,7 @@ fn a_large_run_is_drawn_thinned_and_ctrl_c_stops_its_readers() {
         vec!["merge", "--out", s(&merged), s(&big)],
         vec!["report", s(&big), "--html", s(&html)],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
             .args(&args)
             .current_dir(repo())
             .stdout(std::process::Stdio::null())

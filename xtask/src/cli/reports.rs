@@ -362,11 +362,18 @@ mod mutations {
     }
 
     fn shrink(m: &mut Value, per_boot: usize) {
+        if !m.is_object() {
+            return;
+        }
         let samples: Vec<Value> = m["samples"].as_array().cloned().unwrap_or_default();
-        let sizes: Vec<usize> = match m["boot_sizes"].as_array() {
-            Some(b) => b.iter().map(|x| x.as_u64().unwrap() as usize).collect(),
-            None => vec![samples.len()],
+        let sizes: Option<Vec<usize>> = match m["boot_sizes"].as_array() {
+            Some(b) => b.iter().map(|x| x.as_u64().map(|n| n as usize)).collect(),
+            None => Some(vec![samples.len()]),
         };
+        // Sizes a change made unusable: one boot.
+        let sizes = sizes
+            .filter(|s| s.iter().try_fold(0usize, |a, &n| a.checked_add(n)) == Some(samples.len()))
+            .unwrap_or_else(|| vec![samples.len()]);
         let (mut out, mut new_sizes, mut at) = (Vec::new(), Vec::new(), 0);
         for n in sizes {
             out.extend(samples[at..at + n].iter().take(per_boot).cloned());
@@ -486,17 +493,25 @@ mod mutations {
     /// A change to one metric's samples or boot sizes, keeping the
     /// document valid more often than not.
     fn mutate_metric(doc: &mut Value, r: &mut Draw) -> String {
-        let cells = doc["cells"].as_array_mut().unwrap();
+        // Earlier changes may have taken the cells or metrics away.
+        let Some(cells) = doc.get_mut("cells").and_then(Value::as_array_mut) else {
+            return "no cells".into();
+        };
         if cells.is_empty() {
             return "no cell".into();
         }
         let ci = r.below(cells.len());
-        let ms = cells[ci]["metrics"].as_array_mut().unwrap();
+        let Some(ms) = cells[ci].get_mut("metrics").and_then(Value::as_array_mut) else {
+            return "no metrics".into();
+        };
         if ms.is_empty() {
             return "no metric".into();
         }
         let mi = r.below(ms.len());
         let m = &mut ms[mi];
+        if !m.is_object() {
+            return "a metric that is no object".into();
+        }
         let n = m["samples"].as_array().map_or(0, Vec::len);
         let what = match r.below(6) {
             0 => {

@@ -48,8 +48,7 @@ impl Draws<'_> {
 
 /// One side of a bootstrap made ready to resample: each sample's rank
 /// among all of the side's samples, by boot, and the samples by rank.
-struct Ranked<'a> {
-    boots: &'a [&'a [f64]],
+struct Ranked {
     /// ranks[b][i]: the place of boots[b][i] among the side's samples in
     /// `total_cmp` order (ties by position).
     ranks: Vec<Vec<u32>>,
@@ -63,9 +62,9 @@ struct Ranked<'a> {
 /// the cache.
 const BUCKETS: usize = 2048;
 
-impl<'a> Ranked<'a> {
+impl Ranked {
     /// None past u32::MAX samples (a results.json of 80 GB).
-    fn new(boots: &'a [&'a [f64]]) -> Option<Ranked<'a>> {
+    fn new(boots: &[&[f64]]) -> Option<Ranked> {
         let mut all: Vec<(f64, u32, u32)> = Vec::new();
         for (b, xs) in boots.iter().enumerate() {
             let b = u32::try_from(b).ok()?;
@@ -84,7 +83,6 @@ impl<'a> Ranked<'a> {
             shift += 1;
         }
         Some(Ranked {
-            boots,
             ranks,
             by_rank: all.into_iter().map(|(x, _, _)| x).collect(),
             shift,

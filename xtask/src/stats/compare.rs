@@ -494,6 +494,9 @@ impl Env<'_> {
     }
 }
 
+/// A cell, and its metrics by name.
+type Indexed<'a> = (&'a CellResult, HashMap<&'a str, &'a Metric>);
+
 /// A cell's metrics by name (the first of a name, as a search in order
 /// finds it).
 fn by_name(c: &CellResult) -> HashMap<&str, &Metric> {
@@ -508,8 +511,7 @@ fn by_name(c: &CellResult) -> HashMap<&str, &Metric> {
 fn variants(out: &mut Vec<Comparison>, e: &Env, run: &Run) -> Option<()> {
     // The first base cell of each kernel/arch/config, as a search in
     // order would find it, and its metrics by name.
-    let mut bases: HashMap<(&str, &str, &str), (&CellResult, HashMap<&str, &Metric>)> =
-        HashMap::new();
+    let mut bases: HashMap<(&str, &str, &str), Indexed> = HashMap::new();
     for c in run.cells.iter().filter(|c| c.variant == "base") {
         bases
             .entry((&c.kernel, &c.arch, &c.config))
@@ -585,8 +587,7 @@ fn within(out: &mut Vec<Comparison>, e: &Env, c: &CellResult, w: &Within) -> Opt
 /// A declared pair of configs: the same kernel variant on two configs (2
 /// vs 255 possible CPUs), independent boots like two variants.
 fn across(out: &mut Vec<Comparison>, e: &Env, run: &Run, a: &Across) -> Option<()> {
-    let mut bases: HashMap<(&str, &str, &str), (&CellResult, HashMap<&str, &Metric>)> =
-        HashMap::new();
+    let mut bases: HashMap<(&str, &str, &str), Indexed> = HashMap::new();
     for c in run.cells.iter().filter(|c| c.config == a.base_config) {
         bases
             .entry((&c.kernel, &c.variant, &c.arch))

@@ -88,6 +88,9 @@ fn median_ci_until(m: &Metric, x: &Summary, stop: &dyn Fn() -> bool) -> Option<(
     }
 }
 
+/// A median's CI, or none.
+type Ci = Option<(f64, f64)>;
+
 /// The median CIs of a run's metrics as its reports show them, each
 /// computed once however many reports show it (a bootstrap of a metric of
 /// many samples is the costly part of a report), and none once `stop`
@@ -95,7 +98,7 @@ fn median_ci_until(m: &Metric, x: &Summary, stop: &dyn Fn() -> bool) -> Option<(
 pub struct MedianCis<'a> {
     stop: &'a dyn Fn() -> bool,
     /// By the metric's address: the run is borrowed while reports are made.
-    done: RefCell<HashMap<(usize, usize), Option<(f64, f64)>>>,
+    done: RefCell<HashMap<(usize, usize), Ci>>,
 }
 
 impl<'a> MedianCis<'a> {
