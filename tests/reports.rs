@@ -728,3 +728,435 @@ fn github_actions_get_the_summary_and_annotations() {
     assert_eq!(o.status.code(), Some(1));
     assert!(!text(&o.stdout).contains("::group::"));
 }
+
+/// Every file under `d` (relative names), sorted.
+fn listing(d: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![d.to_path_buf()];
+    while let Some(x) = todo.pop() {
+        for e in std::fs::read_dir(&x).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p.strip_prefix(d).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Documents each reading command must refuse, with the JSON path its
+/// refusal names: a boot size that overflows (it used to panic every
+/// reader), a cell twice, an id that is not its cell's, boot sizes that
+/// do not add up, a sample that is not a number (with line:column).
+#[test]
+fn every_reader_refuses_a_bad_results_json_naming_the_file_and_the_place() {
+    let original = load(&fixture("default-1/results.json"));
+    let d = tmp("refusals");
+    let mut cases: Vec<(&str, Value, &str)> = Vec::new();
+    let mut v = original.clone();
+    v["cells"][0]["metrics"][3]["boot_sizes"] = serde_json::json!([u64::MAX, 218]);
+    cases.push(("overflow", v, ": cells[0].metrics[3].boot_sizes: "));
+    let mut v = original.clone();
+    let again = v["cells"][0].clone();
+    v["cells"].as_array_mut().unwrap().push(again);
+    cases.push((
+        "twice",
+        v,
+        ": cells[4].id: 6.1/base/x86_64/tiny is also the id of cells[0]",
+    ));
+    let mut v = original.clone();
+    v["cells"][2]["arch"] = "arm64".into();
+    cases.push(("id", v, ": cells[2].id: "));
+    let mut v = original.clone();
+    v["cells"][1]["metrics"][4]["boot_sizes"] = serde_json::json!([1, 2]);
+    cases.push((
+        "sizes",
+        v,
+        ": cells[1].metrics[4].boot_sizes: the boot sizes add up to 3",
+    ));
+    let mut v = original.clone();
+    v["cells"][1]["metrics"][4]["samples"][5] = Value::Null;
+    cases.push((
+        "null",
+        v,
+        ": not a results.json: cells[1].metrics[4].samples[5]: invalid type: null",
+    ));
+    let m = fixture("default-2");
+    let (out, cmp) = (d.join("out"), d.join("cmp.json"));
+    for (name, doc, place) in &cases {
+        let dir = d.join(name);
+        let f = dir.join("results.json");
+        write_json(&f, doc);
+        let before = listing(&d);
+        let runs = [
+            vec!["report", s(&dir)],
+            vec!["merge", "--out", s(&out), s(&dir)],
+            vec!["compare", s(&m), s(&dir), "--out", s(&cmp)],
+            vec!["aa-rate", s(&dir)],
+        ];
+        for args in &runs {
+            let o = xtask(args, &[]);
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {err}");
+            assert!(!err.contains("panicked"), "{name} {args:?}: {err}");
+            assert!(
+                err.contains(&format!("{}", f.display())),
+                "{name} {args:?}: {err}"
+            );
+            assert!(err.contains(place), "{name} {args:?}: {err}");
+            assert_eq!(listing(&d), before, "{name} {args:?} wrote something");
+        }
+    }
+    // line:column where serde stopped.
+    let o = xtask(&["report", s(&d.join("null"))], &[]);
+    assert!(
+        text(&o.stderr).contains(&format!("{}:", d.join("null/results.json").display())),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Samples the statistics cannot compare give a `cannot-compare` verdict
+/// with its reason, in results.json and every report, and never a NaN,
+/// an infinity or a null where a number belongs: a series whose samples
+/// are all 0, samples of 1e308 (their mean overflows), a boot without
+/// samples.
+#[test]
+fn degenerate_samples_cannot_be_compared_and_say_why() {
+    let original = load(&fixture("default-1/results.json"));
+    let d = tmp("cannot-compare");
+    let bad = regex::Regex::new(r"\b(NaN|inf)\b").unwrap();
+    let each_sample = |f: &dyn Fn(&mut Value)| {
+        let mut v = original.clone();
+        for c in v["cells"].as_array_mut().unwrap() {
+            for m in c["metrics"].as_array_mut().unwrap() {
+                f(m);
+            }
+        }
+        v
+    };
+    let mut zeros = original.clone();
+    for c in zeros["cells"].as_array_mut().unwrap() {
+        if c["variant"] != "base" {
+            for m in c["metrics"].as_array_mut().unwrap() {
+                let n = m["samples"].as_array().unwrap().len();
+                m["samples"] = serde_json::json!(vec![0.0; n]);
+            }
+        }
+    }
+    let huge = each_sample(&|m| {
+        let n = m["samples"].as_array().unwrap().len();
+        m["samples"] = serde_json::json!(vec![1e308; n]);
+    });
+    let empty_boot = each_sample(&|m| {
+        if let Some(sizes) = m.get_mut("boot_sizes").and_then(Value::as_array_mut) {
+            sizes.insert(0, 0.into());
+        }
+    });
+    for (name, doc, why) in [
+        ("zeros", zeros, "of boot 1 of the new side is 0"),
+        ("huge", huge, "the base's mean overflows"),
+        (
+            "empty-boot",
+            empty_boot,
+            "boot 1 of the base has no samples",
+        ),
+    ] {
+        let input = d.join(name).join("in");
+        write_json(&input.join("results.json"), &doc);
+        let out = d.join(name).join("out");
+        let o = xtask(&["merge", "--out", s(&out), s(&input)], &[]);
+        assert!(
+            o.status.code() == Some(0) || o.status.code() == Some(1),
+            "{name}: {}",
+            text(&o.stderr)
+        );
+        let merged = load(&out.join("results.json"));
+        let cs = merged["comparisons"].as_array().unwrap();
+        let cannot: Vec<&Value> = cs
+            .iter()
+            .filter(|c| c["verdict"] == "cannot-compare")
+            .collect();
+        assert!(!cannot.is_empty(), "{name}: {merged}");
+        assert!(
+            cannot
+                .iter()
+                .any(|c| c["reason"].as_str().unwrap().contains(why)),
+            "{name}: {merged}"
+        );
+        for c in &cannot {
+            assert!(!c["reason"].as_str().unwrap().is_empty(), "{name}: {c}");
+            for k in ["pct_change", "ci95_lo", "ci95_hi", "p_value"] {
+                assert!(c.get(k).is_none(), "{name}: {k} in {c}");
+            }
+        }
+        for c in cs {
+            for (k, v) in c.as_object().unwrap() {
+                assert!(!v.is_null(), "{name}: {k} is null in {c}");
+            }
+        }
+        let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(summary.contains("cannot compare: "), "{name}");
+        assert!(text(&o.stdout).contains(why), "{name}");
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(
+            html.contains("cannot compare</span> <span class=meta>"),
+            "{name}"
+        );
+        let kcidb = load(&out.join("kcidb.json"));
+        let verdicts: Vec<&Value> = kcidb["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["misc"]["comparisons"].as_array().into_iter().flatten())
+            .collect();
+        assert!(
+            verdicts
+                .iter()
+                .any(|v| v["verdict"] == "cannot-compare" && v["reason"].is_string()),
+            "{name}"
+        );
+        for t in kcidb["tests"].as_array().unwrap() {
+            if let Some(n) = t.get("number") {
+                assert!(n["value"].is_number(), "{name}: {t}");
+            }
+        }
+        for (file, body) in [
+            ("summary.md", summary),
+            ("report.html", html),
+            ("stdout", text(&o.stdout)),
+        ] {
+            assert!(
+                !bad.is_match(&body),
+                "{name}: {:?} in {file}",
+                bad.find(&body)
+            );
+        }
+        // The merged run reads back, and its report renders the same way.
+        let o = xtask(
+            &[
+                "report",
+                s(&out),
+                "--html",
+                s(&d.join(name).join("again.html")),
+            ],
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o.stderr));
+    }
+}
+
+/// `report` checks every target's directory before it writes any, and
+/// writes them all or none; `compare RUN_A RUN_B` too.
+#[test]
+fn report_and_compare_write_all_their_files_or_none() {
+    let d = tmp("all-or-nothing");
+    let a = d.join("a.xml");
+    let missing = d.join("missing/b.html");
+    let o = xtask(
+        &[
+            "report",
+            s(&fixture("default-1")),
+            "--junit",
+            s(&a),
+            "--html",
+            s(&missing),
+        ],
+        &[],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("no directory {}", d.join("missing").display())),
+        "{err}"
+    );
+    assert_eq!(listing(&d), Vec::<String>::new());
+    let o = xtask(
+        &[
+            "compare",
+            s(&fixture("default-1")),
+            s(&fixture("default-2")),
+            "--out",
+            s(&missing.with_extension("json")),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_eq!(listing(&d), Vec::<String>::new());
+    // A good call writes all three and leaves no temporary file.
+    let o = xtask(
+        &[
+            "report",
+            s(&fixture("default-1")),
+            "--junit",
+            s(&a),
+            "--html",
+            s(&d.join("b.html")),
+            "--kcidb",
+            s(&d.join("c.json")),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(listing(&d), ["a.xml", "b.html", "c.json"]);
+}
+
+/// `merge --out DIR` does not replace the run DIR holds unless told to.
+#[test]
+fn merge_over_an_existing_run_needs_force() {
+    let d = tmp("merge-force");
+    let out = d.join("out");
+    let o = xtask(&["merge", "--out", s(&out), s(&fixture("splat"))], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let first = std::fs::read(out.join("results.json")).unwrap();
+    let o = xtask(&["merge", "--out", s(&out), s(&fixture("default-1"))], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("already holds a run") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(out.join("results.json")).unwrap(), first);
+    let o = xtask(
+        &[
+            "merge",
+            "--force",
+            "--out",
+            s(&out),
+            s(&fixture("default-1")),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        load(&out.join("results.json"))["cells"],
+        load(&fixture("default-1/results.json"))["cells"]
+    );
+    assert_eq!(
+        listing(&out),
+        [
+            "junit.xml",
+            "kcidb.json",
+            "report.html",
+            "results.json",
+            "summary.md"
+        ]
+    );
+}
+
+/// default-1 with every boot's samples repeated `k` times (each copy a
+/// little apart, boot sizes to match): a run as large as one wants, to
+/// check that reading it stays bounded. (`k` = 600 gives the 50 MB run
+/// the timings in docs/commands.md were taken on.)
+fn enlarged(k: usize) -> Value {
+    let mut v = load(&fixture("default-1/results.json"));
+    for c in v["cells"].as_array_mut().unwrap() {
+        for m in c["metrics"].as_array_mut().unwrap() {
+            let samples: Vec<f64> = m["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            let sizes: Vec<usize> = match m["boot_sizes"].as_array() {
+                Some(b) => b.iter().map(|x| x.as_u64().unwrap() as usize).collect(),
+                None => vec![samples.len()],
+            };
+            let (mut out, mut new_sizes, mut at) = (Vec::new(), Vec::new(), 0);
+            for n in sizes {
+                let boot = &samples[at..at + n];
+                at += n;
+                for copy in 0..k {
+                    for (i, x) in boot.iter().enumerate() {
+                        let wobble = ((i * 7919 + copy * 104_729) % 201) as f64 - 100.0;
+                        out.push(x * (1.0 + 0.005 * wobble / 100.0));
+                    }
+                }
+                new_sizes.push(n * k);
+            }
+            m["samples"] = serde_json::json!(out);
+            if m.get("boot_sizes").is_some() {
+                m["boot_sizes"] = serde_json::json!(new_sizes);
+            }
+        }
+    }
+    v["comparisons"] = Value::Array(vec![]);
+    v
+}
+
+/// A run of tens of thousands of samples a metric: report.html draws at
+/// most a few thousand dots a metric and says so, and Ctrl-C (SIGINT)
+/// stops compare, merge and report within a few seconds with exit 2,
+/// leaving nothing behind.
+#[test]
+fn a_large_run_is_drawn_thinned_and_ctrl_c_stops_its_readers() {
+    let d = tmp("large");
+    let big = d.join("big");
+    let doc = enlarged(20);
+    write_json(&big.join("results.json"), &doc);
+    let html = d.join("report.html");
+    let o = xtask(&["report", s(&big), "--html", s(&html)], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("is drawn thinned"));
+    // 217 samples x 20 in the first cell's metrics: every 3rd drawn.
+    assert!(page.contains("1 in 3 drawn)"), "{}", page.len());
+    // At most 2000 a metric of a cell (and a boot's remainder each).
+    let lanes = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["metrics"].as_array().unwrap())
+        .filter(|m| !m["samples"].as_array().unwrap().is_empty())
+        .count();
+    let dots = page.matches("<circle").count();
+    assert!(
+        dots <= lanes * 2010 && dots > lanes * 1000,
+        "{dots} dots, {lanes} lanes"
+    );
+    std::fs::remove_file(&html).unwrap();
+    // Six times larger, so that no command is done within 1.5 s.
+    std::fs::remove_dir_all(&big).unwrap();
+    write_json(&big.join("results.json"), &enlarged(120));
+    let before = listing(&d);
+    let (cmp, merged) = (d.join("cmp.json"), d.join("merged"));
+    for args in [
+        vec!["compare", s(&big), s(&big), "--out", s(&cmp)],
+        vec!["merge", "--out", s(&merged), s(&big)],
+        vec!["report", s(&big), "--html", s(&html)],
+    ] {
+        let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(&args)
+            .current_dir(repo())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let t = std::time::Instant::now();
+        // SIGINT, as Ctrl-C sends it.
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let out = child.wait_with_output().unwrap();
+        let took = t.elapsed();
+        let err = text(&out.stderr);
+        // A command that finished before the signal wrote its files: too
+        // fast a host for this test, which says so.
+        if out.status.code() == Some(0) {
+            eprintln!("{args:?} finished within 1.5 s: not interrupted");
+            for f in listing(&d).iter().filter(|f| !before.contains(f)) {
+                std::fs::remove_file(d.join(f)).unwrap();
+            }
+            let _ = std::fs::remove_dir(&merged);
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("interrupted"), "{args:?}: {err}");
+        assert!(took.as_secs_f64() < 5.0, "{args:?} took {took:?} to stop");
+        assert_eq!(listing(&d), before, "{args:?} left files");
+    }
+}

@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 
-use super::reports::load_run;
+use super::reports::{check_interrupted, load_run, stop};
 use super::{Env, MatrixOpt};
 use crate::report::aa as text;
 use crate::stats::{aa, compare};
@@ -30,8 +30,12 @@ impl AaRateCmd {
         let mut all = Vec::new();
         let mut loaded = Vec::new();
         for p in &self.runs {
+            check_interrupted()?;
             let run = load_run(&env.path(p))?;
-            all.push((p.display().to_string(), compare::compare(&run, &m)));
+            let Some(cs) = compare::compare_until(&run, &m, &stop) else {
+                bail!("interrupted");
+            };
+            all.push((p.display().to_string(), cs));
             loaded.push(run);
         }
         let t = aa::tally(&all, &self.metric);

@@ -1,13 +1,15 @@
 //! `cargo xtask compare [RUN]`: the comparisons of a finished run
 //! recomputed (results.json updated); `compare RUN_A RUN_B`: each cell of
-//! B against the same cell of A (the base), written to compare.json/.md.
+//! B against the same cell of A (the base), written to compare.json/.md
+//! (both or neither). Ctrl-C stops either between comparisons and writes
+//! nothing.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 
-use super::reports::{load_run, results_file};
+use super::reports::{load_run, results_file, stop, Staged};
 use super::{report_regressions, Env, MatrixOpt};
 use crate::report::compare as table;
 use crate::schema::{Comparison, Run, SCHEMA_VERSION};
@@ -58,9 +60,12 @@ impl CompareCmd {
 }
 
 fn one_run(dir: &Path, m: &crate::plan::matrix::Matrix) -> Result<Vec<Comparison>> {
-    let path = dir.join("results.json");
+    let path = results_file(dir);
     let mut run = Run::load(&path)?;
-    run.comparisons = compare::compare(&run, m);
+    run.comparisons = match compare::compare_until(&run, m, &stop) {
+        Some(cs) => cs,
+        None => bail!("interrupted: {} left as it was", path.display()),
+    };
     run.save(&path)?;
     let table = table::markdown(&run.comparisons);
     println!(
@@ -80,8 +85,19 @@ fn two_runs(
     m: &crate::plan::matrix::Matrix,
     out: Option<PathBuf>,
 ) -> Result<Vec<Comparison>> {
-    let (ra, rb) = (load_run(a)?, load_run(b)?);
-    let cs = compare::compare_runs(&ra, &rb, m);
+    let out = out.unwrap_or_else(|| {
+        results_file(b)
+            .parent()
+            .map_or(PathBuf::from("."), Path::to_path_buf)
+            .join("compare.json")
+    });
+    let md = out.with_extension("md");
+    Staged::check(&[&out, &md])?;
+    let ra = load_run(a)?;
+    let rb = load_run(b)?;
+    let Some(cs) = compare::compare_runs_until(&ra, &rb, m, &stop) else {
+        bail!("interrupted: nothing written");
+    };
     let table = table::markdown(&cs);
     let heading = format!(
         "# {} (new) vs {} (base)\n",
@@ -93,21 +109,16 @@ fn two_runs(
     } else {
         println!("{heading}{table}");
     }
-    let out = out.unwrap_or_else(|| {
-        results_file(b)
-            .parent()
-            .map_or(PathBuf::from("."), Path::to_path_buf)
-            .join("compare.json")
-    });
     let doc = RunComparison {
         schema: SCHEMA_VERSION,
         base_run: results_file(a).display().to_string(),
         new_run: results_file(b).display().to_string(),
         comparisons: cs,
     };
-    std::fs::write(&out, serde_json::to_string_pretty(&doc)?)
-        .with_context(|| format!("writing {}", out.display()))?;
-    std::fs::write(out.with_extension("md"), heading + &table)?;
+    let mut staged = Staged::default();
+    staged.add(&out, serde_json::to_string_pretty(&doc)?.as_bytes())?;
+    staged.add(&md, (heading + &table).as_bytes())?;
+    staged.commit()?;
     println!("comparison: {}", out.display());
     Ok(doc.comparisons)
 }

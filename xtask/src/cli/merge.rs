@@ -1,17 +1,20 @@
 //! `cargo xtask merge --out DIR RUN...`: several results.json (one per CI
 //! job, say) into one run, comparisons recomputed exactly as `matrix`
-//! computes them, with summary.md and the reports.
+//! computes them, with summary.md and the reports. All of DIR's files are
+//! written or none (an error or Ctrl-C leaves it as it was); a DIR that
+//! holds a run already is replaced only with `--force`.
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::reports::{self, load_run, results_file, Targets};
+use super::reports::{self, check_interrupted, load_run, results_file, stop, Staged, Targets};
 use super::{Env, MatrixOpt};
 use crate::plan::matrix::Filters;
 use crate::schema::merge;
 use crate::stats::compare;
+use crate::stats::intervals::MedianCis;
 
 #[derive(Args, Debug)]
 pub struct MergeCmd {
@@ -23,14 +26,28 @@ pub struct MergeCmd {
     matrix: MatrixOpt,
     #[arg(long)]
     fail_on_regression: bool,
+    /// Replace the run already in --out (its results.json and reports);
+    /// without it, a --out that holds a results.json is refused.
+    #[arg(long)]
+    force: bool,
 }
 
 impl MergeCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
         let m = self.matrix.load(env)?;
         let out = env.path(&self.out);
+        let results = out.join("results.json");
+        if results.exists() && !self.force {
+            bail!(
+                "{} already holds a run ({}): merging there would replace its cells; \
+                 pick another --out, or pass --force to replace it",
+                out.display(),
+                results.display()
+            );
+        }
         let mut runs = Vec::new();
         for p in &self.runs {
+            check_interrupted()?;
             let p = env.path(p);
             runs.push((results_file(&p).display().to_string(), load_run(&p)?));
         }
@@ -39,13 +56,30 @@ impl MergeCmd {
             .map(|cs| cs.iter().map(|c| c.id()).collect())
             .unwrap_or_default();
         let mut run = merge::merge(&runs, &order)?;
-        run.comparisons = compare::compare(&run, &m);
+        run.comparisons = match compare::compare_until(&run, &m, &stop) {
+            Some(cs) => cs,
+            None => bail!("interrupted: nothing written"),
+        };
+        let cis = MedianCis::new(&stop);
+        let summary = reports::summary_with(&run, &cis);
+        check_interrupted()?;
+        let made = !out.exists();
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-        let results = out.join("results.json");
-        run.save(&results)?;
-        let summary = reports::summary(&run);
-        std::fs::write(out.join("summary.md"), &summary)?;
-        reports::write_reports(&env.root, &run, Some(&m), &Targets::all_in(&out))?;
+        let written = (|| {
+            let t = Targets::all_in(&out);
+            Staged::check(&t.paths())?;
+            let mut staged = Staged::default();
+            staged.add(&results, serde_json::to_string_pretty(&run)?.as_bytes())?;
+            staged.add(&out.join("summary.md"), summary.as_bytes())?;
+            reports::stage_reports(&mut staged, &env.root, &run, Some(&m), &t, &cis)?;
+            staged.commit()
+        })();
+        if let Err(e) = written {
+            if made {
+                let _ = std::fs::remove_dir(&out);
+            }
+            return Err(e);
+        }
         println!("{summary}");
         println!(
             "merged {} cells from {} files into {} (summary.md, junit.xml, report.html, kcidb.json beside it)",

@@ -1,14 +1,17 @@
 //! `cargo xtask report RUN [--junit F] [--html F] [--kcidb F]`: the reports
 //! of any results.json; without a file flag, all three into the run
-//! directory.
+//! directory. All of them are written or none: every target's directory is
+//! checked first, each file is rendered to a temporary name beside it and
+//! renamed when all are done, and Ctrl-C leaves nothing new.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
 
-use super::reports::{self, load_run, results_file, Targets};
+use super::reports::{self, load_run, results_file, stop, Staged, Targets};
 use super::{Env, MatrixOpt};
+use crate::stats::intervals::MedianCis;
 
 #[derive(Args, Debug)]
 pub struct ReportCmd {
@@ -26,13 +29,12 @@ pub struct ReportCmd {
 impl ReportCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
         let run_dir = env.path(&self.run_dir);
-        let run = load_run(&run_dir)?;
         let t = Targets {
             junit: self.junit.map(|p| env.path(&p)),
             html: self.html.map(|p| env.path(&p)),
             kcidb: self.kcidb.map(|p| env.path(&p)),
         };
-        let t = if t.junit.is_none() && t.html.is_none() && t.kcidb.is_none() {
+        let t = if t.paths().is_empty() {
             let dir = results_file(&run_dir)
                 .parent()
                 .map_or(PathBuf::from("."), Path::to_path_buf);
@@ -40,6 +42,8 @@ impl ReportCmd {
         } else {
             t
         };
+        Staged::check(&t.paths())?;
+        let run = load_run(&run_dir)?;
         // The matrix only names the series (KCIDB patch sets): without it
         // the reports are still written.
         let m = match self.matrix.load(env) {
@@ -49,11 +53,14 @@ impl ReportCmd {
                 None
             }
         };
-        reports::write_reports(&env.root, &run, m.as_ref(), &t)?;
-        for p in [&t.junit, &t.html, &t.kcidb].into_iter().flatten() {
+        let cis = MedianCis::new(&stop);
+        let mut staged = Staged::default();
+        reports::stage_reports(&mut staged, &env.root, &run, m.as_ref(), &t, &cis)?;
+        staged.commit()?;
+        for p in t.paths() {
             println!("wrote {}", p.display());
         }
-        reports::publish_github(&run, || reports::summary(&run));
+        reports::publish_github(&run, || reports::summary_with(&run, &cis));
         Ok(0)
     }
 }

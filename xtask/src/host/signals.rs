@@ -3,11 +3,16 @@
 //! The signal handler (signal-hook's) only sets the interrupted flag and
 //! wakes a watcher thread; the watcher sends SIGTERM to every registered
 //! child and its process group. The runner checks `interrupted()` between
-//! phases and saves results.json before exiting. Every SIGINT/SIGTERM does
-//! this again; none ends the process by itself.
+//! phases and saves results.json before exiting; the commands that read
+//! runs check it between comparisons and reports (and the statistics
+//! inside each bootstrap) and write nothing. The first SIGINT/SIGTERM does
+//! not end the process by itself; a second one (Ctrl-C again: it is not
+//! stopping fast enough) stops the children as well, then exits at once
+//! with 128 + the signal's number. Files are only ever replaced by a
+//! rename, so even then none is left half-written.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use nix::sys::signal::{kill, killpg, Signal};
@@ -15,6 +20,8 @@ use nix::unistd::Pid;
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Signals received so far (the watcher counts them).
+static RECEIVED: AtomicUsize = AtomicUsize::new(0);
 static CHILDREN: Children = Children::new();
 
 /// The children to stop on a signal: pids of processes that lead their own
@@ -70,8 +77,12 @@ pub fn install() {
     let _ = std::thread::Builder::new()
         .name("kmatrix-signals".into())
         .spawn(move || {
-            for _ in signals.forever() {
+            for sig in signals.forever() {
                 CHILDREN.terminate();
+                if RECEIVED.fetch_add(1, Ordering::SeqCst) > 0 {
+                    eprintln!("interrupted again: exiting now");
+                    std::process::exit(128 + sig);
+                }
             }
         });
 }
@@ -191,5 +202,45 @@ mod tests {
         unregister_child(child.id());
         assert!(interrupted());
         assert_eq!(child.wait().unwrap().signal(), Some(15));
+    }
+
+    /// A second signal ends the process at once, with 128 + its number,
+    /// whatever the process is busy with (in a copy of this test binary).
+    #[test]
+    fn a_second_signal_exits_at_once() {
+        const INNER: &str = "KMATRIX_SIGNALS_TWICE";
+        let name = "host::signals::tests::a_second_signal_exits_at_once";
+        if std::env::var_os(INNER).is_none() {
+            let t = Instant::now();
+            let out = Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", name, "--nocapture", "--test-threads=1"])
+                .env(INNER, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_eq!(out.status.code(), Some(128 + 15), "{text}");
+            assert!(text.contains("interrupted again: exiting now"), "{text}");
+            assert!(t.elapsed() < Duration::from_secs(20));
+            return;
+        }
+        install();
+        kill(Pid::this(), Signal::SIGTERM).unwrap();
+        let t = Instant::now();
+        while !interrupted() {
+            assert!(t.elapsed() < Duration::from_secs(10), "not interrupted");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The watcher has seen the first once it has counted it.
+        while RECEIVED.load(Ordering::SeqCst) == 0 {
+            assert!(t.elapsed() < Duration::from_secs(10), "not counted");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill(Pid::this(), Signal::SIGTERM).unwrap();
+        // Busy, as a long computation is: only the exit ends this.
+        let busy = Instant::now();
+        while busy.elapsed() < Duration::from_secs(10) {
+            std::hint::spin_loop();
+        }
+        panic!("still running 10 s after the second signal");
     }
 }

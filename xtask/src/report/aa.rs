@@ -60,13 +60,18 @@ pub fn text(tallies: &BTreeMap<String, Tally>) -> String {
     let mut s = String::new();
     for (arch, t) in tallies {
         s += &format!(
-            "{arch}: {} A/A comparisons from {} runs: {} no change ({:.1}%), {} too noisy, {} too few samples, {} false alarms ({:.1}%: {} improved, {} regressed; {} with the CI past min_effect_pct)\n",
+            "{arch}: {} A/A comparisons from {} runs: {} no change ({:.1}%), {} too noisy, {} too few samples,{} {} false alarms ({:.1}%: {} improved, {} regressed; {} with the CI past min_effect_pct)\n",
             t.comparisons,
             t.runs,
             t.no_change,
             t.pct(t.no_change),
             t.too_noisy,
             t.too_few_samples,
+            if t.cannot_compare > 0 {
+                format!(" {} cannot compare,", t.cannot_compare)
+            } else {
+                String::new()
+            },
             t.false_alarms(),
             t.pct(t.false_alarms()),
             t.improved,

@@ -2,6 +2,7 @@
 //! medians, the change and its CI, the p-value and the verdict in words.
 //! Rendering only: the comparisons are computed in `crate::stats::compare`.
 
+use super::{ci_pct, fixed, pct, verdict_words};
 use crate::schema::{Comparison, ComparisonKind, PTest};
 
 // Callers outside report/ still reach the computation through here.
@@ -37,17 +38,21 @@ pub fn markdown(cs: &[Comparison]) -> String {
         } else {
             format!("{} ", crate::schema::quantile_label(c.quantile))
         };
+        // A comparison that could not be made has no change, CI or p.
+        let p = if c.p_value.is_finite() {
+            format!("{:.4}{p_note}", c.p_value)
+        } else {
+            "-".into()
+        };
         s += &format!(
-            "| {new} | {base} | {stat}{:.3} | {stat}{:.3} {} | {:+.1}% | [{:+.1}%, {:+.1}%]{boots} | {:.4}{p_note} | {} |\n",
-            c.median_base,
-            c.median_new,
+            "| {new} | {base} | {stat}{} | {stat}{} {} | {} | {}{boots} | {p} | {} |\n",
+            fixed(c.median_base, 3),
+            fixed(c.median_new, 3),
             c.unit,
-            c.pct_change,
-            c.ci95_lo,
-            c.ci95_hi,
-            c.p_value,
+            pct(c.pct_change, 1),
+            ci_pct(c.ci95_lo, c.ci95_hi),
             {
-                let mut v = c.verdict.describe().to_string();
+                let mut v = verdict_words(c);
                 if let Some(sd) = c.boot_sd_pct {
                     let (what, unit) = if c.p_test == PTest::PairedBootMedians {
                         ("pairs of boots differ", "pairs")
@@ -57,7 +62,9 @@ pub fn markdown(cs: &[Comparison]) -> String {
                     v += &format!(
                         " ({what} {sd:.1}%: {} for +-{}%)",
                         c.boots_needed
-                            .map_or(format!("more than 50 {unit}"), |n| format!("about {n} {unit}")),
+                            .map_or(format!("more than 50 {unit}"), |n| format!(
+                                "about {n} {unit}"
+                            )),
                         c.min_effect_pct
                     );
                 }
@@ -107,6 +114,7 @@ mod tests {
             boot_sd_pct: None,
             boots_needed: None,
             split: None,
+            reason: None,
         };
         let variants = Comparison {
             kind: ComparisonKind::Variants,

@@ -1,6 +1,7 @@
 //! GitHub Actions workflow commands for a run: a collapsible group per cell
 //! not as expected (its mismatches and evidence) and an `::error::` that
-//! the run page lists; a `::warning::` per regressed comparison. Pure: a
+//! the run page lists; a `::warning::` per regressed comparison and per
+//! comparison that could not be made (`cannot-compare`). Pure: a
 //! `Run` in, the lines out (the caller prints them when GITHUB_ACTIONS is
 //! `true`).
 
@@ -69,6 +70,22 @@ pub fn annotations(run: &Run) -> Vec<String> {
             c.p_value
         ));
     }
+    // A comparison the statistics could not make is worth a look too.
+    for c in run
+        .comparisons
+        .iter()
+        .filter(|c| c.verdict == Verdict::CannotCompare)
+    {
+        out.push(format!(
+            "::warning title={}::{} {} vs {} {}: {}",
+            property(&format!("kmatrix cannot compare {}", c.new_metric)),
+            data(&c.new_cell),
+            data(&c.new_metric),
+            data(&c.base_cell),
+            data(&c.base_metric),
+            data(&super::verdict_words(c))
+        ));
+    }
     out
 }
 
@@ -103,6 +120,27 @@ mod tests {
         assert_eq!(
             lines.last().unwrap(),
             "::error title=kmatrix 6.1/s/x86_64/tiny crash::6.1/s/x86_64/tiny: crash, 100%25 bad%0Asecond line"
+        );
+    }
+
+    #[test]
+    fn a_comparison_that_cannot_be_made_is_a_warning_with_its_reason() {
+        let c = Comparison {
+            verdict: Verdict::CannotCompare,
+            reason: Some("boot 2 of the base has no samples".into()),
+            ..crate::stats::compare::aa_fixture::sample_comparison()
+        };
+        let run = Run {
+            schema: SCHEMA_VERSION,
+            started: "t".into(),
+            host: Host::default(),
+            matrix: "m".into(),
+            cells: vec![],
+            comparisons: vec![c],
+        };
+        assert_eq!(
+            annotations(&run),
+            ["::warning title=kmatrix cannot compare seccomp_notify.default.cross-cpu::6.1/base~aa/x86_64/tiny seccomp_notify.default.cross-cpu vs 6.1/base/x86_64/tiny seccomp_notify.default.cross-cpu: cannot compare: boot 2 of the base has no samples"]
         );
     }
 }

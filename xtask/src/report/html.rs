@@ -11,11 +11,20 @@
 //! circles and rectangles, and a plotting crate (plotters) would add a
 //! font stack and many dependencies for no better picture.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
-use crate::schema::{CellResult, Comparison, ComparisonKind, Metric, Outcome, Run, TestResult};
-use crate::stats::intervals::{ci_half_pct, median_ci};
+use super::{ci_pct, fixed, pct};
+use crate::schema::{
+    CellResult, Comparison, ComparisonKind, Metric, Outcome, Run, TestResult, Verdict,
+};
+use crate::stats::intervals::{ci_half_pct, MedianCis};
 use crate::stats::location::{median, summarize};
+
+/// Dots drawn per lane (a metric of one cell) at most: past it, every
+/// k-th sample of each boot is drawn, and the boot's label says so. The
+/// medians, CIs and ticks are of all the samples.
+pub const MAX_DOTS: usize = 2000;
 
 /// Text for HTML and SVG text nodes and attribute values.
 pub fn esc(s: &str) -> String {
@@ -66,8 +75,19 @@ fn outcome(o: Outcome) -> String {
 }
 
 fn verdict(c: &Comparison) -> String {
+    // Styled here, not in STYLE: a page without such a comparison is
+    // the same as before the verdict existed.
+    let (style, why) = match (&c.verdict, &c.reason) {
+        (Verdict::CannotCompare, r) => (
+            r#" style="background: #eaeef2; color: #1d2126""#,
+            r.as_ref().map_or(String::new(), |r| {
+                format!(" <span class=meta>{}</span>", esc(r))
+            }),
+        ),
+        _ => ("", String::new()),
+    };
     format!(
-        r#"<span class="v v-{}">{}</span>"#,
+        r#"<span class="v v-{}"{style}>{}</span>{why}"#,
         c.verdict.as_str(),
         esc(c.verdict.describe())
     )
@@ -188,10 +208,15 @@ impl Axis {
             .iter()
             .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
         let pad = ((hi - lo) * 0.03).max(hi.abs() * 0.01).max(1e-9);
-        Some(Axis {
+        let padded = Axis {
             lo: lo - pad,
             hi: hi + pad,
-        })
+        };
+        // Samples near f64's ends: no padding past them, no axis wider
+        // than f64 can measure (every position on it a finite number).
+        [padded, Axis { lo, hi }]
+            .into_iter()
+            .find(|a| (a.hi - a.lo).is_finite() && a.hi > a.lo)
     }
 
     fn x(&self, v: f64) -> f64 {
@@ -203,7 +228,7 @@ impl Axis {
 /// One lane per (label, metric): every sample a dot, one row per boot with
 /// that boot's median as a tick; the lane's median as a line and its 95%
 /// CI as a band.
-pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
+pub fn strip_svg(lanes: &[(String, &Metric)], cis: &MedianCis) -> String {
     use strip::{GAP, ROW, TOP, W};
     let Some(ax) = Axis::of(lanes) else {
         return String::new();
@@ -225,7 +250,13 @@ pub fn strip_svg(lanes: &[(String, &Metric)]) -> String {
     // Dots are numbered across the whole plot, so the jitter never repeats.
     let mut k = 0usize;
     for ((label, m), lane_h) in lanes.iter().zip(&heights) {
-        strip_lane(&mut s, &ax, label, m, y0, *lane_h, &mut k);
+        let lane = Lane {
+            label,
+            m,
+            y0,
+            h: *lane_h,
+        };
+        strip_lane(&mut s, &ax, &lane, cis, &mut k);
         y0 += lane_h + GAP;
     }
     s += "</svg>";
@@ -258,28 +289,30 @@ fn strip_axis(s: &mut String, ax: &Axis, axis_y: f64, unit: &str) {
     );
 }
 
-/// One lane from `y0`, `lane_h` high: the median and its CI behind, the
-/// label, then a row per boot.
-fn strip_lane(
-    s: &mut String,
-    ax: &Axis,
-    label: &str,
-    m: &Metric,
+/// A lane of a strip plot: its label (name, then details after a line
+/// break), the metric, where it starts and how high it is.
+struct Lane<'a> {
+    label: &'a str,
+    m: &'a Metric,
     y0: f64,
-    lane_h: f64,
-    k: &mut usize,
-) {
+    h: f64,
+}
+
+/// One lane: the median and its CI behind, the label, then a row per
+/// boot.
+fn strip_lane(s: &mut String, ax: &Axis, lane: &Lane, cis: &MedianCis, k: &mut usize) {
     use strip::ROW;
+    let Lane { label, m, y0, h } = *lane;
     // The lane's median and CI (boots resampled when several).
     if let Some(sum) = summarize(&m.samples) {
-        if let Some((clo, chi)) = median_ci(m, &sum) {
+        if let Some((clo, chi)) = cis.get(m, &sum) {
             let _ = write!(
                 s,
                 r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#fb8500" fill-opacity="0.16" stroke="#fb8500" stroke-opacity="0.5"><title>95% CI of the median: [{clo:.3}, {chi:.3}]</title></rect>"##,
                 ax.x(clo),
                 y0 - 3.0,
                 (ax.x(chi) - ax.x(clo)).max(1.0),
-                lane_h + 6.0
+                h + 6.0
             );
         }
         let mx = ax.x(sum.median);
@@ -287,7 +320,7 @@ fn strip_lane(
             s,
             r##"<line x1="{mx:.1}" y1="{:.1}" x2="{mx:.1}" y2="{:.1}" stroke="#c2410c" stroke-width="2.5"><title>median {:.3}</title></line>"##,
             y0 - 3.0,
-            y0 + lane_h + 3.0,
+            y0 + h + 3.0,
             sum.median
         );
     }
@@ -301,29 +334,41 @@ fn strip_lane(
         esc(detail)
     );
     let boots = m.by_boot();
+    let every = thinning(m.samples.len());
     for (b, samples) in boots.iter().enumerate() {
         let cy = y0 + ROW * (b as f64 + 0.5);
-        strip_boot(s, ax, b, boots.len(), samples, cy, k);
+        strip_boot(s, ax, (b, boots.len()), samples, cy, every, k);
     }
 }
 
+/// Every how many samples a lane of `n` draws one: 1 up to `MAX_DOTS`.
+fn thinning(n: usize) -> usize {
+    n.div_ceil(MAX_DOTS).max(1)
+}
+
 /// Boot `b` of `n`'s row at height `cy`: its label, its samples as dots
-/// (numbered from `k` for the jitter) and its median as a tick.
+/// (every `every`-th; numbered from `k` for the jitter) and its median as
+/// a tick.
 fn strip_boot(
     s: &mut String,
     ax: &Axis,
-    b: usize,
-    n: usize,
+    (b, n): (usize, usize),
     samples: &[f64],
     cy: f64,
+    every: usize,
     k: &mut usize,
 ) {
     use strip::{LEFT, ROW};
     let colour = BOOT_COLOURS[b % BOOT_COLOURS.len()];
+    let drawn = if every > 1 {
+        format!(", 1 in {every} drawn")
+    } else {
+        String::new()
+    };
     if n > 1 {
         let _ = write!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">boot {} (n={})</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">boot {} (n={}{drawn})</text>"##,
             LEFT - 8.0,
             cy + 4.0,
             b + 1,
@@ -332,13 +377,13 @@ fn strip_boot(
     } else {
         let _ = write!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">n={}</text>"##,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">n={}{drawn}</text>"##,
             LEFT - 8.0,
             cy + 4.0,
             samples.len()
         );
     }
-    for v in samples.iter().filter(|v| v.is_finite()) {
+    for v in samples.iter().step_by(every).filter(|v| v.is_finite()) {
         let _ = write!(
             s,
             r##"<circle cx="{:.1}" cy="{:.1}" r="2.4" fill="{colour}" fill-opacity="0.5"/>"##,
@@ -347,8 +392,9 @@ fn strip_boot(
         );
         *k += 1;
     }
-    if !samples.is_empty() {
-        let bx = ax.x(median(samples));
+    let mid = median(samples);
+    if mid.is_finite() {
+        let bx = ax.x(mid);
         let _ = write!(
             s,
             r##"<line x1="{bx:.1}" y1="{:.1}" x2="{bx:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2"/>"##,
@@ -358,9 +404,16 @@ fn strip_boot(
     }
 }
 
-/// A comparison's change and CI against zero and +-min effect.
+/// A comparison's change and CI against zero and +-min effect; nothing
+/// for one without (`cannot-compare`).
 fn interval_svg(c: &Comparison, span: f64) -> String {
     const W: f64 = 130.0;
+    if ![c.pct_change, c.ci95_lo, c.ci95_hi, c.min_effect_pct]
+        .iter()
+        .all(|v| v.is_finite())
+    {
+        return String::new();
+    }
     let x = |v: f64| W / 2.0 + v.clamp(-span, span) / span * (W / 2.0 - 6.0);
     let colour = match c.verdict.as_str() {
         "improved" => "#1a7f37",
@@ -397,17 +450,26 @@ fn comparison_sentence(c: &Comparison) -> String {
             )
         }
     };
+    if c.verdict == Verdict::CannotCompare {
+        return format!(
+            "{} {}: median {} → {} {}",
+            verdict(c),
+            esc(&against),
+            fixed(c.median_base, 3),
+            fixed(c.median_new, 3),
+            esc(&c.unit),
+        );
+    }
     format!(
-        "{} {}: median {:.3} → {:.3} {} ({:+.1}%, 95% CI [{:+.1}%, {:+.1}%], p={:.4})",
+        "{} {}: median {} → {} {} ({}, 95% CI {}, p={})",
         verdict(c),
         esc(&against),
-        c.median_base,
-        c.median_new,
+        fixed(c.median_base, 3),
+        fixed(c.median_new, 3),
         esc(&c.unit),
-        c.pct_change,
-        c.ci95_lo,
-        c.ci95_hi,
-        c.p_value
+        pct(c.pct_change, 1),
+        ci_pct(c.ci95_lo, c.ci95_hi),
+        fixed(c.p_value, 4)
     )
 }
 
@@ -415,13 +477,15 @@ fn group_of(c: &CellResult) -> String {
     format!("{}/*/{}/{}", c.kernel, c.arch, c.config)
 }
 
-pub fn html(run: &Run) -> String {
+/// The report; `cis` gives the metrics' median CIs (and gives up on them
+/// when the caller is interrupted).
+pub fn html(run: &Run, cis: &MedianCis) -> String {
     let mut s = head(run);
     cells_table(&mut s, run);
     if !run.comparisons.is_empty() {
         comparisons_table(&mut s, &run.comparisons);
     }
-    metrics(&mut s, run);
+    metrics(&mut s, run, cis);
     not_as_expected(&mut s, run);
     s += "</body></html>\n";
     s
@@ -515,6 +579,7 @@ fn comparisons_table(s: &mut String, comparisons: &[Comparison]) {
                 .max(c.ci95_hi.abs())
                 .max(c.min_effect_pct * 2.0)
         })
+        .filter(|v| v.is_finite())
         .fold(10.0f64, f64::max)
         .min(100.0);
     let _ = write!(
@@ -528,19 +593,18 @@ fn comparisons_table(s: &mut String, comparisons: &[Comparison]) {
         };
         let _ = write!(
             s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=num>{:.3} → {:.3} {}</td><td class=num>{:+.1}% [{:+.1}%, {:+.1}%]</td><td>{}</td><td class=num>{:.4}<br><span class=meta>{} vs {}</span></td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=num>{} → {} {}</td><td class=num>{} {}</td><td>{}</td><td class=num>{}<br><span class=meta>{} vs {}</span></td></tr>",
             esc(&c.new_cell),
             esc(&c.new_metric),
             esc(&base),
             verdict(c),
-            c.median_base,
-            c.median_new,
+            fixed(c.median_base, 3),
+            fixed(c.median_new, 3),
             esc(&c.unit),
-            c.pct_change,
-            c.ci95_lo,
-            c.ci95_hi,
+            pct(c.pct_change, 1),
+            ci_pct(c.ci95_lo, c.ci95_hi),
             interval_svg(c, span),
-            c.p_value,
+            fixed(c.p_value, 4),
             c.boots_base,
             c.boots_new,
         );
@@ -550,33 +614,65 @@ fn comparisons_table(s: &mut String, comparisons: &[Comparison]) {
 
 /// One strip plot per kernel/arch/config and metric, variants side by
 /// side, each with the comparisons that name it.
-fn metrics(s: &mut String, run: &Run) {
+fn metrics(s: &mut String, run: &Run, cis: &MedianCis) {
     let mut groups: Vec<(String, String)> = Vec::new();
+    let mut seen: HashSet<(String, String)> = HashSet::new();
     for c in &run.cells {
         for m in &c.metrics {
             let key = (group_of(c), m.name.clone());
-            if !groups.contains(&key) {
+            if seen.insert(key.clone()) {
                 groups.push(key);
             }
         }
     }
     if !groups.is_empty() {
-        *s += "<h2>Metrics</h2><p class=meta>Every sample is a dot, one row per boot (colour = boot, tick = that boot's median); the orange line is the median of all samples and the band its 95% CI (resampling boots, then samples).</p>";
+        *s += "<h2>Metrics</h2><p class=meta>Every sample is a dot, one row per boot (colour = boot, tick = that boot's median); the orange line is the median of all samples and the band its 95% CI (resampling boots, then samples).";
+        let thinned = run
+            .cells
+            .iter()
+            .flat_map(|c| &c.metrics)
+            .any(|m| m.samples.len() > MAX_DOTS);
+        if thinned {
+            let _ = write!(
+                s,
+                " A metric of more than {MAX_DOTS} samples in a cell is drawn thinned: every k-th sample of each boot, as the boot's label says; its medians, ticks and CI are of all its samples."
+            );
+        }
+        *s += "</p>";
+    }
+    // Each group's members, found once: (cell, metric) in cell order.
+    let mut members: HashMap<(String, &str), Vec<(&CellResult, &Metric)>> = HashMap::new();
+    for c in &run.cells {
+        for m in &c.metrics {
+            let e = members.entry((group_of(c), m.name.as_str())).or_default();
+            // The first metric of a name in a cell, as a search finds it.
+            if !e.iter().any(|(x, _)| std::ptr::eq(*x, c)) {
+                e.push((c, m));
+            }
+        }
+    }
+    // The comparisons by the cell they judge, with their place in the run.
+    let mut by_cell: HashMap<&str, Vec<(usize, &Comparison)>> = HashMap::new();
+    for (i, c) in run.comparisons.iter().enumerate() {
+        by_cell.entry(c.new_cell.as_str()).or_default().push((i, c));
     }
     for (group, name) in &groups {
-        metric_group(s, run, group, name);
+        let ms = members
+            .get(&(group.clone(), name.as_str()))
+            .map_or(&[][..], Vec::as_slice);
+        metric_group(s, ms, &by_cell, (group, name), cis);
     }
 }
 
 /// One metric of one kernel/arch/config: its heading, skips, plot and
 /// verdicts.
-fn metric_group(s: &mut String, run: &Run, group: &str, name: &str) {
-    let members: Vec<(&CellResult, &Metric)> = run
-        .cells
-        .iter()
-        .filter(|c| group_of(c) == group)
-        .filter_map(|c| c.metrics.iter().find(|m| m.name == name).map(|m| (c, m)))
-        .collect();
+fn metric_group(
+    s: &mut String,
+    members: &[(&CellResult, &Metric)],
+    by_cell: &HashMap<&str, Vec<(usize, &Comparison)>>,
+    (group, name): (&str, &str),
+    cis: &MedianCis,
+) {
     let _ = write!(s, "<h3>{} — {}</h3>", esc(name), esc(group));
     let lanes: Vec<(String, &Metric)> = members
         .iter()
@@ -584,14 +680,15 @@ fn metric_group(s: &mut String, run: &Run, group: &str, name: &str) {
         .map(|(c, m)| {
             let sum = summarize(&m.samples);
             let med = sum.as_ref().map_or(String::new(), |x| {
-                let half = ci_half_pct(median_ci(m, x), x.median)
+                let half = ci_half_pct(cis.get(m, x), x.median)
+                    .filter(|h| h.is_finite())
                     .map_or(String::new(), |h| format!(" ±{h:.1}%"));
-                format!("median {:.1}{half}", x.median)
+                format!("median {}{half}", fixed(x.median, 1))
             });
             (format!("{}\n{med}", c.variant), *m)
         })
         .collect();
-    for (c, m) in &members {
+    for (c, m) in members {
         if let Some(why) = &m.skip {
             let _ = write!(
                 s,
@@ -601,18 +698,20 @@ fn metric_group(s: &mut String, run: &Run, group: &str, name: &str) {
             );
         }
     }
-    *s += &strip_svg(&lanes);
-    let related: Vec<&Comparison> = run
-        .comparisons
+    *s += &strip_svg(&lanes, cis);
+    // The comparisons of the members' cells that name this metric, in the
+    // run's order.
+    let mut related: Vec<(usize, &Comparison)> = members
         .iter()
-        .filter(|c| {
-            (c.new_metric == *name || c.base_metric == *name)
-                && members.iter().any(|(m, _)| m.id == c.new_cell)
-        })
+        .flat_map(|(c, _)| by_cell.get(c.id.as_str()).into_iter().flatten())
+        .filter(|(_, c)| c.new_metric == *name || c.base_metric == *name)
+        .copied()
         .collect();
+    related.sort_by_key(|(i, _)| *i);
+    related.dedup_by_key(|(i, _)| *i);
     if !related.is_empty() {
         *s += "<ul class=verdicts>";
-        for c in related {
+        for (_, c) in related {
             let _ = write!(s, "<li>{}</li>", comparison_sentence(c));
         }
         *s += "</ul>";
@@ -653,6 +752,7 @@ fn not_as_expected(s: &mut String, run: &Run) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::bootstrap::never;
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
@@ -680,8 +780,48 @@ mod tests {
             target_ci_pct: None,
             boot_sizes: vec![2, 3],
         };
-        let svg = strip_svg(&[("base".into(), &m), ("new".into(), &m)]);
+        let cis = MedianCis::new(&never);
+        let svg = strip_svg(&[("base".into(), &m), ("new".into(), &m)], &cis);
         assert_eq!(svg.matches("<circle").count(), 10);
         assert_eq!(svg.matches(">boot 2 (n=3)<").count(), 2);
+    }
+
+    /// Past MAX_DOTS samples in a lane, every k-th sample of each boot is
+    /// drawn and the boots' labels say so; the page says why.
+    #[test]
+    fn a_metric_of_many_samples_is_drawn_thinned_and_says_so() {
+        let n = 3 * MAX_DOTS + 7;
+        let m = Metric {
+            name: "b.x".into(),
+            unit: "us/op".into(),
+            samples: (0..n).map(|i| 100.0 + (i % 97) as f64).collect(),
+            skip: None,
+            target_ci_pct: None,
+            boot_sizes: vec![n - 1000, 1000],
+        };
+        let cis = MedianCis::new(&never);
+        let svg = strip_svg(&[("base".into(), &m)], &cis);
+        let dots = svg.matches("<circle").count();
+        assert!(dots <= MAX_DOTS && dots > MAX_DOTS / 2, "{dots}");
+        assert!(
+            svg.contains(&format!(">boot 1 (n={}, 1 in 4 drawn)<", n - 1000)),
+            "{svg}"
+        );
+        assert_eq!(thinning(MAX_DOTS), 1);
+        assert_eq!(thinning(MAX_DOTS + 1), 2);
+        let run = Run {
+            schema: crate::schema::SCHEMA_VERSION,
+            started: "t".into(),
+            host: Default::default(),
+            matrix: "m".into(),
+            cells: vec![CellResult {
+                metrics: vec![m],
+                ..CellResult::blank("6.1/base/x86_64/tiny", Outcome::Pass)
+            }],
+            comparisons: vec![],
+        };
+        let page = html(&run, &cis);
+        assert!(page.contains("is drawn thinned"), "{page}");
+        assert!(page.len() < 400_000, "{}", page.len());
     }
 }

@@ -60,6 +60,13 @@ fn status(outcome: Outcome, reason: Option<&str>, cell: &CellResult) -> TestCase
     }
 }
 
+/// Seconds as a Duration; none for a figure no Duration holds (a
+/// results.json may say 1e308 s: the time is then left out, never a
+/// panic).
+fn secs(x: f64) -> Option<Duration> {
+    Duration::try_from_secs_f64(x.max(0.0)).ok()
+}
+
 fn suite(cell: &CellResult) -> TestSuite {
     let mut s = TestSuite::new(&cell.id);
     s.add_property(Property::new("outcome", cell.outcome.as_str()));
@@ -71,7 +78,9 @@ fn suite(cell: &CellResult) -> TestSuite {
     for m in &cell.mismatches {
         s.add_property(Property::new("mismatch", m));
     }
-    s.set_time(Duration::from_secs_f64(cell.timings.total_s.max(0.0)));
+    if let Some(t) = secs(cell.timings.total_s) {
+        s.set_time(t);
+    }
     if cell.tests.is_empty() {
         let reason = cell.evidence.first().map(|e| e.what.as_str());
         let mut tc = TestCase::new(cell.outcome.as_str(), status(cell.outcome, reason, cell));
@@ -84,8 +93,8 @@ fn suite(cell: &CellResult) -> TestSuite {
         if t.cases.is_empty() {
             let mut tc = TestCase::new(&t.name, status(t.outcome, t.reason.as_deref(), cell));
             tc.set_classname(&cell.id);
-            if let Some(d) = t.duration_s {
-                tc.set_time(Duration::from_secs_f64(d.max(0.0)));
+            if let Some(d) = t.duration_s.and_then(secs) {
+                tc.set_time(d);
             }
             s.add_test_case(tc);
             continue;
@@ -147,5 +156,23 @@ mod tests {
             "{xml}"
         );
         assert!(xml.contains("evidence: /r/build.log"), "{xml}");
+    }
+
+    #[test]
+    fn a_time_no_duration_holds_is_left_out() {
+        assert_eq!(secs(1.5), Some(Duration::from_millis(1500)));
+        assert_eq!(secs(-3.0), Some(Duration::ZERO));
+        assert_eq!(secs(1e308), None);
+        let mut c = CellResult::blank("6.1/b/x86_64/tiny", Outcome::Pass);
+        c.timings.total_s = 1e308;
+        let run = Run {
+            schema: SCHEMA_VERSION,
+            started: "t".into(),
+            host: Host::default(),
+            matrix: "m".into(),
+            cells: vec![c],
+            comparisons: vec![],
+        };
+        junit(&run).to_string().unwrap();
     }
 }

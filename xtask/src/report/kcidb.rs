@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::schema::{CellResult, Comparison, Outcome, Run};
-use crate::stats::intervals::median_ci;
+use crate::stats::intervals::MedianCis;
 use crate::stats::location::summarize;
 
 pub const ORIGIN: &str = "kmatrix";
@@ -125,21 +125,33 @@ fn boot_status(o: Outcome) -> &'static str {
     }
 }
 
-fn verdicts(cs: &[Comparison], cell: &str, metric: &str) -> Vec<Value> {
+/// The comparisons of a cell's metric; a figure that is not a number (of
+/// a `cannot-compare` one) is left out, its reason given.
+fn verdicts(cs: &[&Comparison], metric: &str) -> Vec<Value> {
     cs.iter()
-        .filter(|c| c.new_cell == cell && c.new_metric == metric)
+        .filter(|c| c.new_metric == metric)
         .map(|c| {
-            json!({
+            let mut v = json!({
                 "kind": c.kind.as_str(),
                 "base_cell": c.base_cell,
                 "base_metric": c.base_metric,
-                "pct_change": c.pct_change,
-                "ci95": [c.ci95_lo, c.ci95_hi],
-                "p_value": c.p_value,
                 "p_test": c.p_test,
                 "verdict": c.verdict.as_str(),
                 "split": c.split,
-            })
+            });
+            if c.pct_change.is_finite() {
+                v["pct_change"] = json!(c.pct_change);
+            }
+            if c.ci95_lo.is_finite() && c.ci95_hi.is_finite() {
+                v["ci95"] = json!([c.ci95_lo, c.ci95_hi]);
+            }
+            if c.p_value.is_finite() {
+                v["p_value"] = json!(c.p_value);
+            }
+            if let Some(r) = &c.reason {
+                v["reason"] = json!(r);
+            }
+            v
         })
         .collect()
 }
@@ -165,15 +177,22 @@ fn test(
 
 /// The KCIDB document. `patchsets` maps a variant (series name) to its
 /// patch set; a variant without one (base) has an empty patch set.
-pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>) -> Value {
+/// `cis` gives the metrics' median CIs (and gives up on them when the
+/// caller is interrupted).
+pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>, cis: &MedianCis) -> Value {
     let start = rfc3339(&run.started);
     let run_id = format!("{ORIGIN}:{}", run.started);
     let mut checkouts: Vec<Value> = Vec::new();
     let mut builds = Vec::new();
     let mut tests = Vec::new();
+    let mut compared: BTreeMap<&str, Vec<&Comparison>> = BTreeMap::new();
+    for c in &run.comparisons {
+        compared.entry(c.new_cell.as_str()).or_default().push(c);
+    }
+    let mut seen = std::collections::HashSet::new();
     for c in &run.cells {
         let checkout_id = format!("{run_id}/{}/{}", c.kernel, c.variant);
-        if !checkouts.iter().any(|x| x["id"] == checkout_id.as_str()) {
+        if seen.insert(checkout_id.clone()) {
             let ps = patchsets.get(&c.variant).cloned().unwrap_or_default();
             checkouts.push(checkout(run, c, &checkout_id, &ps, &start));
         }
@@ -191,7 +210,13 @@ pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>) -> Value {
         });
         tests.push(boot_test(c, &build_id, &env, &start));
         test_results(c, &build_id, &env, &start, &mut tests);
-        metric_tests(run, c, &build_id, &env, &start, &mut tests);
+        let cs = compared.get(c.id.as_str()).map_or(&[][..], Vec::as_slice);
+        let t = Tested {
+            build_id: &build_id,
+            env: &env,
+            start: &start,
+        };
+        metric_tests(c, cs, &t, cis, &mut tests);
     }
     json!({
         "version": {"major": 5, "minor": 3},
@@ -321,16 +346,30 @@ fn test_results(
     }
 }
 
+/// Where a cell's tests are reported from: its build, environment and
+/// start.
+struct Tested<'a> {
+    build_id: &'a str,
+    env: &'a Value,
+    start: &'a Option<String>,
+}
+
 /// One test per metric: `DONE` with the median as its number and the
-/// samples, CI and verdicts in `misc`, or `SKIP` with the reason.
+/// samples, CI and verdicts (`compared`: the cell's comparisons) in
+/// `misc`, or `SKIP` with the reason. A figure that is not a finite number
+/// is left out rather than written as null.
 fn metric_tests(
-    run: &Run,
     c: &CellResult,
-    build_id: &str,
-    env: &Value,
-    start: &Option<String>,
+    compared: &[&Comparison],
+    t: &Tested,
+    cis: &MedianCis,
     tests: &mut Vec<Value>,
 ) {
+    let Tested {
+        build_id,
+        env,
+        start,
+    } = *t;
     for m in &c.metrics {
         let p = path(&["metric", &m.name]);
         if let Some(why) = &m.skip {
@@ -342,27 +381,31 @@ fn metric_tests(
         let Some(s) = summarize(&m.samples) else {
             continue;
         };
-        let ci = median_ci(m, &s);
+        let ci = cis
+            .get(m, &s)
+            .filter(|(lo, hi)| lo.is_finite() && hi.is_finite());
         let mut x = test(build_id, build_id, p, "DONE", start);
         x.insert("environment".into(), env.clone());
-        let mut number = json!({"value": s.median});
-        if !m.unit.is_empty() {
-            number["unit"] = json!(m.unit);
+        if s.median.is_finite() {
+            let mut number = json!({"value": s.median});
+            if !m.unit.is_empty() {
+                number["unit"] = json!(m.unit);
+            }
+            x.insert("number".into(), number);
         }
-        x.insert("number".into(), number);
-        x.insert(
-            "misc".into(),
-            json!({
-                "metric": m.name,
-                "n": s.n,
-                "median_ci95": ci.map(|(lo, hi)| [lo, hi]),
-                "cv": s.cv,
-                "target_ci_pct": m.target_ci_pct,
-                "boot_sizes": m.boot_sizes,
-                "samples": m.samples,
-                "comparisons": verdicts(&run.comparisons, &c.id, &m.name),
-            }),
-        );
+        let mut misc = json!({
+            "metric": m.name,
+            "n": s.n,
+            "median_ci95": ci.map(|(lo, hi)| [lo, hi]),
+            "target_ci_pct": m.target_ci_pct,
+            "boot_sizes": m.boot_sizes,
+            "samples": m.samples,
+            "comparisons": verdicts(compared, &m.name),
+        });
+        if s.cv.is_finite() {
+            misc["cv"] = json!(s.cv);
+        }
+        x.insert("misc".into(), misc);
         tests.push(Value::Object(x));
     }
 }

@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
+use super::fixed;
 use crate::schema::{CellResult, GuestInfo, Metric, Outcome, Run, TestResult, Verdict};
-use crate::stats::intervals::{ci_half_pct, median_ci};
+use crate::stats::intervals::{ci_half_pct, MedianCis};
 use crate::stats::location::{median, summarize, Summary};
 
 fn test_cell(t: &TestResult) -> String {
@@ -53,11 +54,13 @@ fn cpus(c: &CellResult) -> String {
     }
 }
 
-pub fn markdown(run: &Run) -> String {
+/// The summary; `cis` gives the metrics' median CIs (and gives up on
+/// them when the caller is interrupted).
+pub fn markdown(run: &Run, cis: &MedianCis) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# kmatrix run {}\n", run.started);
     cells_table(&mut s, run);
-    metrics_table(&mut s, run);
+    metrics_table(&mut s, run, cis);
     not_as_expected(&mut s, run);
     s
 }
@@ -120,7 +123,7 @@ fn cells_table(s: &mut String, run: &Run) {
 /// Every metric of every cell: n, median (per boot too), its 95% CI and
 /// precision against `target_ci_pct`, min, max, CV; then how many miss
 /// their target.
-fn metrics_table(s: &mut String, run: &Run) {
+fn metrics_table(s: &mut String, run: &Run, cis: &MedianCis) {
     let metrics: Vec<_> = run
         .cells
         .iter()
@@ -137,7 +140,7 @@ fn metrics_table(s: &mut String, run: &Run) {
                 let _ = writeln!(s, "| {} | {} | - | skip: {why} | | | | |", c.id, m.name);
             }
             (None, Some(x)) => {
-                let (row, over) = metric_row(c, m, &x);
+                let (row, over) = metric_row(c, m, &x, cis);
                 *s += &row;
                 if let Some(over) = over {
                     judged += 1;
@@ -158,13 +161,18 @@ fn metrics_table(s: &mut String, run: &Run) {
 
 /// A measured metric's row, and whether it is over its precision target
 /// (None: no target declared).
-fn metric_row(c: &CellResult, m: &Metric, x: &Summary) -> (String, Option<bool>) {
-    let median_ci = median_ci(m, x);
+fn metric_row(c: &CellResult, m: &Metric, x: &Summary, cis: &MedianCis) -> (String, Option<bool>) {
+    let median_ci = cis.get(m, x);
     let half = ci_half_pct(median_ci, x.median);
     let mut ci = match (median_ci, half) {
-        (Some((lo, hi)), Some(h)) => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
+        (Some((lo, hi)), Some(h)) if h.is_finite() => format!("[{lo:.3}, {hi:.3}] ±{h:.1}%"),
+        // Samples too large for the precision figure.
+        (Some(_), Some(_)) => "-".to_string(),
+        // No interval over several boots, one of them without samples.
+        (None, _) if x.n >= 6 => "-".to_string(),
         _ => "n < 6".to_string(),
     };
+    let half = half.filter(|h| h.is_finite());
     let over = m.target_ci_pct.map(|target| {
         let over = half.is_none_or(|h| h > target);
         if over {
@@ -174,24 +182,25 @@ fn metric_row(c: &CellResult, m: &Metric, x: &Summary) -> (String, Option<bool>)
     });
     let by_boot = m.by_boot();
     let boots = if by_boot.len() > 1 {
-        let meds: Vec<String> = by_boot
-            .iter()
-            .map(|b| format!("{:.1}", median(b)))
-            .collect();
+        let meds: Vec<String> = by_boot.iter().map(|b| fixed(median(b), 1)).collect();
         format!(" (boots: {})", meds.join(", "))
     } else {
         String::new()
     };
+    let cv = if (100.0 * x.cv).is_finite() {
+        format!("{:.1}%", 100.0 * x.cv)
+    } else {
+        "-".into()
+    };
     let row = format!(
-        "| {} | {} | {} | {:.3} {}{boots} | {ci} | {:.3} | {:.3} | {:.1}% |\n",
+        "| {} | {} | {} | {} {}{boots} | {ci} | {} | {} | {cv} |\n",
         c.id,
         m.name,
         x.n,
-        x.median,
+        fixed(x.median, 3),
         m.unit,
-        x.min,
-        x.max,
-        100.0 * x.cv
+        fixed(x.min, 3),
+        fixed(x.max, 3),
     );
     (row, over)
 }
@@ -237,6 +246,11 @@ mod tests {
     use super::*;
     use crate::kinds::bench::{bench_lines, BenchLine};
     use crate::schema::*;
+    use crate::stats::bootstrap::never;
+
+    fn markdown_of(run: &Run) -> String {
+        markdown(run, &MedianCis::new(&never))
+    }
 
     /// Metrics from a real guest run of the benchmark (6.1 + series, x86_64,
     /// TCG, 400 loops per sample under a 55 s budget).
@@ -480,7 +494,7 @@ mod tests {
     /// golden.rs; read the diff before committing it).
     #[test]
     fn summary_matches_the_golden_file() {
-        crate::golden::check("summary.md", markdown(&golden_run()).as_bytes());
+        crate::golden::check("summary.md", markdown_of(&golden_run()).as_bytes());
     }
 
     /// Expected values computed outside the harness from the fixture's
@@ -503,7 +517,7 @@ mod tests {
             ms.iter().all(|m| m.samples.len() == 106),
             "one sample per round for every configuration"
         );
-        let md = markdown(&run_with(ms));
+        let md = markdown_of(&run_with(ms));
         assert!(md.contains("| pass (55.8s) |"), "{md}");
         assert_eq!(marked_over(&md, "10"), ["seccomp_notify.sync.same-cpu"]);
         assert!(
@@ -521,7 +535,7 @@ mod tests {
             "{md}"
         );
         // A tighter target: four over, two within.
-        let md = markdown(&run_with(fixture_metrics(Some(4.0))));
+        let md = markdown_of(&run_with(fixture_metrics(Some(4.0))));
         assert_eq!(
             marked_over(&md, "4"),
             [
@@ -533,7 +547,7 @@ mod tests {
         );
         assert!(md.contains("\n4 of 6 metrics miss"), "{md}");
         // No target declared: nothing is judged.
-        let md = markdown(&run_with(fixture_metrics(None)));
+        let md = markdown_of(&run_with(fixture_metrics(None)));
         assert!(
             !md.contains("over ±") && !md.contains("precision target"),
             "{md}"
@@ -548,7 +562,7 @@ mod tests {
     fn several_boots_show_each_median_and_widen_the_ci() {
         let mut two = fixture_metrics(None);
         two[0].boot_sizes = vec![50, 56];
-        let md = markdown(&run_with(two));
+        let md = markdown_of(&run_with(two));
         let r = row(&md, "seccomp_notify.default.unpinned");
         assert!(r.contains("| 260.750 us/op (boots: 255.0, 268.1) |"), "{r}");
         let ci = r.split('[').nth(1).unwrap().split(']').next().unwrap();

@@ -6,6 +6,7 @@
 //! `compare::compare`, the same path the matrix driver takes, so a merged
 //! run says what one run of all its cells would have said.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use crate::schema::{Run, SCHEMA_VERSION};
@@ -61,7 +62,8 @@ pub fn merge(inputs: &[(String, Run)], order: &[String]) -> Result<Run, MergeErr
             });
         }
     }
-    let mut cells: Vec<(usize, &str)> = Vec::new(); // (input index, id)
+    // Each id met so far: the input it came from, its place in out.cells.
+    let mut cells: HashMap<&str, (usize, usize)> = HashMap::new();
     let mut out = Run {
         schema: SCHEMA_VERSION,
         started: inputs
@@ -77,9 +79,8 @@ pub fn merge(inputs: &[(String, Run)], order: &[String]) -> Result<Run, MergeErr
     };
     for (i, (file, run)) in inputs.iter().enumerate() {
         for c in &run.cells {
-            if let Some(&(j, _)) = cells.iter().find(|(_, id)| *id == c.id) {
-                let earlier = out.cells.iter().find(|x| x.id == c.id).unwrap();
-                if earlier != c {
+            if let Some(&(j, at)) = cells.get(c.id.as_str()) {
+                if out.cells[at] != *c {
                     return Err(MergeError::Conflict {
                         id: c.id.clone(),
                         first: inputs[j].0.clone(),
@@ -88,11 +89,15 @@ pub fn merge(inputs: &[(String, Run)], order: &[String]) -> Result<Run, MergeErr
                 }
                 continue;
             }
-            cells.push((i, &c.id));
+            cells.insert(&c.id, (i, out.cells.len()));
             out.cells.push(c.clone());
         }
     }
-    let rank = |id: &str| order.iter().position(|o| o == id).unwrap_or(usize::MAX);
+    let mut place: HashMap<&str, usize> = HashMap::with_capacity(order.len());
+    for (i, o) in order.iter().enumerate() {
+        place.entry(o.as_str()).or_insert(i);
+    }
+    let rank = |id: &str| place.get(id).copied().unwrap_or(usize::MAX);
     // Stable: cells the order does not know keep their input order.
     out.cells.sort_by_key(|c| rank(&c.id));
     Ok(out)

@@ -3,18 +3,27 @@
 //! Written after every cell through a temporary file and a rename, so a run
 //! killed at any point leaves the last complete document behind.
 //!
-//! A leaf: it imports nothing of the harness (std, serde, anyhow and
-//! serde_json only), so every stage can depend on it and it on none of them.
-//! What is computed (classification, statistics, verdicts) lives with the
-//! stage that computes it; only the serialized shapes live here, and the
-//! merging of several documents into one (`merge`).
+//! Every reader goes through `Run::load`: the document parsed (an error
+//! names the file, line:column and JSON path) and checked (`validate`:
+//! schema, cell ids, boot sizes, finite samples), so no command computes
+//! on a document it cannot trust.
+//!
+//! A leaf: it imports nothing of the harness (std, serde, anyhow,
+//! serde_json and serde_path_to_error only), so every stage can depend on
+//! it and it on none of them. What is computed (classification,
+//! statistics, verdicts) lives with the stage that computes it; only the
+//! serialized shapes live here, their checks (`validate`), and the merging
+//! of several documents into one (`merge`).
 
 pub mod merge;
+pub mod validate;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
+
+pub use validate::validate;
 
 /// Bumped when a change would make an older reader misread a document.
 /// 2: evidence kinds, accel_reason / kvm_given_up, build_incremental.
@@ -272,10 +281,18 @@ impl CellResult {
 }
 
 impl Metric {
-    /// The samples split by boot (one slice when there was one boot).
+    /// The sum of `boot_sizes`, None when it overflows.
+    pub fn boot_total(&self) -> Option<usize> {
+        self.boot_sizes
+            .iter()
+            .try_fold(0usize, |sum, &n| sum.checked_add(n))
+    }
+
+    /// The samples split by boot (one slice when there was one boot, or
+    /// when `boot_sizes` does not add up to the samples: `validate`
+    /// refuses such a document, this never panics on one).
     pub fn by_boot(&self) -> Vec<&[f64]> {
-        if self.boot_sizes.iter().sum::<usize>() != self.samples.len() || self.boot_sizes.len() < 2
-        {
+        if self.boot_total() != Some(self.samples.len()) || self.boot_sizes.len() < 2 {
             return vec![&self.samples[..]];
         }
         let mut out = Vec::new();
@@ -334,6 +351,11 @@ pub enum Verdict {
     NoChange,
     TooNoisy,
     TooFewSamples,
+    /// The statistics cannot be computed on these samples (a base median
+    /// of 0, a boot without samples, a figure that is not a finite
+    /// number): the comparison's `reason` says which. Its figures that are
+    /// not numbers are left out of results.json.
+    CannotCompare,
 }
 
 impl Verdict {
@@ -345,6 +367,7 @@ impl Verdict {
             Verdict::NoChange => "no-change",
             Verdict::TooNoisy => "too-noisy",
             Verdict::TooFewSamples => "too-few-samples",
+            Verdict::CannotCompare => "cannot-compare",
         }
     }
 
@@ -356,6 +379,7 @@ impl Verdict {
             Verdict::NoChange => "no significant change",
             Verdict::TooNoisy => "too noisy to judge",
             Verdict::TooFewSamples => "too few samples",
+            Verdict::CannotCompare => "cannot compare",
         }
     }
 }
@@ -380,11 +404,22 @@ pub enum PTest {
     PairedBootMedians,
 }
 
-/// JSON has no NaN: serde_json writes a NaN f64 (a p-value of a test with
-/// no spread, a change against a zero median) as `null`; read it back as
-/// NaN, so a results.json with one stays readable (merge, report, resume).
+/// JSON has no NaN: serde_json would write a NaN f64 as `null`. A
+/// comparison's figure that is not a finite number (of a `cannot-compare`
+/// comparison) is left out instead (`not_finite`); one written as `null`
+/// by an older harness (a p-value of a test with no spread, a change
+/// against a zero median) or left out reads back as NaN, so such a
+/// results.json stays readable (merge, report, resume).
 fn nan_as_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+fn nan() -> f64 {
+    f64::NAN
+}
+
+fn not_finite(x: &f64) -> bool {
+    !x.is_finite()
 }
 
 /// One A/B comparison of a metric, as stats/compare.rs computed it.
@@ -398,21 +433,53 @@ pub struct Comparison {
     pub unit: String,
     pub n_base: usize,
     pub n_new: usize,
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub median_base: f64,
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub median_new: f64,
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub pct_change: f64,
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub ci95_lo: f64,
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub ci95_hi: f64,
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub p_value: f64,
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub cv_base: f64,
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub cv_new: f64,
     pub better: Better,
     pub min_effect_pct: f64,
@@ -451,6 +518,9 @@ pub struct Comparison {
     /// (matrix.toml `[within.split]`); None: every boot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<Split>,
+    /// Why the verdict is `cannot-compare` (None for every other verdict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// Which boots a split within comparison judged: those where `metric`'s
@@ -462,7 +532,11 @@ pub struct Split {
     pub at: f64,
     pub above: bool,
     /// The median over these boots of `metric`'s per-boot median.
-    #[serde(deserialize_with = "nan_as_null")]
+    #[serde(
+        default = "nan",
+        deserialize_with = "nan_as_null",
+        skip_serializing_if = "not_finite"
+    )]
     pub median: f64,
     /// Boots of the cell in the other state; 0: the run never saw it.
     pub boots_other: usize,
@@ -594,10 +668,37 @@ pub struct Reproduce {
 }
 
 impl Run {
+    /// Reads and checks a results.json: every command that reads one
+    /// (report, merge, compare, aa-rate, sweep, a resumed run) comes
+    /// through here. An error names the file and what is wrong in it: the
+    /// line:column and JSON path serde stopped at, a schema this harness
+    /// does not read, or what `validate` refused.
     pub fn load(path: &Path) -> Result<Run> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        Run::parse(&text).map_err(|e| anyhow!("{}{e}", path.display()))
+    }
+
+    /// `load` of a document's text; the error reads after the file's name.
+    pub fn parse(text: &str) -> std::result::Result<Run, String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let run: Run = match serde_path_to_error::deserialize(&mut de) {
+            Ok(run) => run,
+            Err(e) => return Err(parse_error(text, e)),
+        };
+        if let Err(e) = de.end() {
+            return Err(format!(
+                ":{}:{}: not valid JSON: {}",
+                e.line(),
+                e.column(),
+                bare(&e)
+            ));
+        }
+        if run.schema != SCHEMA_VERSION {
+            return Err(other_schema(run.schema.into()));
+        }
+        validate(&run).map_err(|e| format!(": {e}"))?;
+        Ok(run)
     }
 
     /// Atomic replace: readers see the old or the new file, never half of one.
@@ -615,6 +716,44 @@ impl Run {
             None => self.cells.push(cell),
         }
     }
+}
+
+fn other_schema(n: u64) -> String {
+    format!(" has results.json schema {n}; this harness reads and writes schema {SCHEMA_VERSION}")
+}
+
+/// serde_json's message without its " at line L column C".
+fn bare(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    let tail = format!(" at line {} column {}", e.line(), e.column());
+    s.strip_suffix(&tail).unwrap_or(&s).to_string()
+}
+
+/// Why `text` is not a results.json: not JSON, another schema (checked
+/// before the shape, so the refusal says "schema N" rather than a serde
+/// error), or the shape, at line:column and JSON path.
+fn parse_error(text: &str, e: serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    let at = format!(":{}:{}", inner.line(), inner.column());
+    if inner.is_syntax() || inner.is_eof() {
+        return format!("{at}: not valid JSON: {}", bare(&inner));
+    }
+    #[derive(Deserialize)]
+    struct Head {
+        schema: Option<serde_json::Value>,
+    }
+    match serde_json::from_str::<Head>(text).map(|h| h.schema.as_ref().map(|v| v.as_u64())) {
+        Ok(Some(Some(n))) if n != u64::from(SCHEMA_VERSION) => return other_schema(n),
+        Ok(None | Some(None)) => return " has no results.json schema number".into(),
+        _ => {}
+    }
+    let path = if path == "." {
+        String::new()
+    } else {
+        format!(" {path}:")
+    };
+    format!("{at}: not a results.json:{path} {}", bare(&inner))
 }
 
 #[cfg(test)]
@@ -748,6 +887,7 @@ mod tests {
             Verdict::NoChange => ("no-change", "no significant change"),
             Verdict::TooNoisy => ("too-noisy", "too noisy to judge"),
             Verdict::TooFewSamples => ("too-few-samples", "too few samples"),
+            Verdict::CannotCompare => ("cannot-compare", "cannot compare"),
         };
         for v in [
             Verdict::Improved,
@@ -755,6 +895,7 @@ mod tests {
             Verdict::NoChange,
             Verdict::TooNoisy,
             Verdict::TooFewSamples,
+            Verdict::CannotCompare,
         ] {
             let (json, words) = json_and_words(v);
             assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{json}\""));

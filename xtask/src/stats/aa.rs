@@ -53,6 +53,8 @@ pub struct Tally {
     pub no_change: usize,
     pub too_noisy: usize,
     pub too_few_samples: usize,
+    /// Comparisons the statistics could not make (`cannot-compare`).
+    pub cannot_compare: usize,
     pub improved: usize,
     pub regressed: usize,
     /// False alarms whose whole 95% CI of the change lies beyond the
@@ -131,6 +133,7 @@ pub fn tally(runs: &[(String, Vec<Comparison>)], metrics: &[String]) -> BTreeMap
                 Verdict::NoChange => t.no_change += 1,
                 Verdict::TooNoisy => t.too_noisy += 1,
                 Verdict::TooFewSamples => t.too_few_samples += 1,
+                Verdict::CannotCompare => t.cannot_compare += 1,
                 Verdict::Improved | Verdict::Regressed => {
                     if c.verdict == Verdict::Improved {
                         t.improved += 1;
@@ -316,6 +319,7 @@ mod tests {
             boot_sd_pct: None,
             boots_needed: None,
             split: None,
+            reason: None,
         }
     }
 

@@ -11,11 +11,13 @@
 //! no change worth reporting is plausible) and "too noisy to judge" (it
 //! reaches past the minimum effect: more samples could still find one).
 
-use super::bootstrap::quantile_change_ci_boots;
+use super::bootstrap::{never, quantile_change_ci_boots, Draws};
 use super::hypothesis::{mann_whitney_u, paired_t, welch_t};
 use super::intervals::{paired_log_change_ci, ChangeCi};
 use super::location::{location, summarize};
 use super::noise::{boot_noise, pair_log_ss, pooled_noise};
+use std::collections::HashMap;
+
 use crate::plan::matrix::{Across, Matrix, Within};
 use crate::schema::{
     Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Split, Verdict,
@@ -74,6 +76,7 @@ pub fn interleaved(bc: &CellResult, nc: &CellResult, nb: usize, nn: usize) -> bo
 /// sides, Welch's t on the log of the per-boot medians, because then the
 /// boot, not the sample, is the unit that was repeated. `q`: the quantile
 /// compared (0.5, the median; the per-boot statistic of Welch's t too).
+/// A `cannot-compare` verdict comes with NaN figures (`judge` says why).
 pub fn compare_boots(
     base_boots: &[&[f64]],
     new_boots: &[&[f64]],
@@ -82,36 +85,159 @@ pub fn compare_boots(
     min_effect_pct: f64,
     q: f64,
 ) -> Option<(ChangeCi, f64, Verdict, f64, f64)> {
+    let j = judge(
+        base_boots,
+        new_boots,
+        pairing,
+        better,
+        min_effect_pct,
+        q,
+        &never,
+    )?;
+    Some((j.ci, j.p, j.verdict, j.cv_base, j.cv_new))
+}
+
+/// A comparison's figures and verdict; for `cannot-compare`, why (and the
+/// change, its CI and p are NaN: there is no number to give).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub ci: ChangeCi,
+    pub p: f64,
+    pub verdict: Verdict,
+    pub cv_base: f64,
+    pub cv_new: f64,
+    pub reason: Option<String>,
+}
+
+/// `compare_boots`, with the reason of a `cannot-compare` verdict, given
+/// up (None) when `stop` says so. None too when a side has no samples at
+/// all (nothing was measured: no comparison).
+pub fn judge(
+    base_boots: &[&[f64]],
+    new_boots: &[&[f64]],
+    pairing: Pairing,
+    better: Better,
+    min_effect_pct: f64,
+    q: f64,
+    stop: &dyn Fn() -> bool,
+) -> Option<Judged> {
     let (base, new) = (&base_boots.concat()[..], &new_boots.concat()[..]);
     let sb = summarize(base)?;
     let sn = summarize(new)?;
+    let cannot = |reason: String| Judged {
+        ci: ChangeCi {
+            pct_change: f64::NAN,
+            lo: f64::NAN,
+            hi: f64::NAN,
+        },
+        p: f64::NAN,
+        verdict: Verdict::CannotCompare,
+        cv_base: sb.cv,
+        cv_new: sn.cv,
+        reason: Some(reason),
+    };
+    let test = p_test(base_boots, new_boots, pairing);
+    if let Some(why) = degenerate(base_boots, new_boots, q, test) {
+        return Some(cannot(why));
+    }
     // Per boot, the compared quantile (the median unless declared; the
     // p_test keeps its name for results.json), on the log scale.
     let log_stats = |bs: &[&[f64]]| bs.iter().map(|b| location(b, q).ln()).collect::<Vec<f64>>();
     let (lb, ln) = (log_stats(base_boots), log_stats(new_boots));
-    let test = p_test(base_boots, new_boots, pairing);
     // Boot pairs: ln(new_i / base_i) of each pair's statistics.
     let d: Vec<f64> = ln.iter().zip(&lb).map(|(n, b)| n - b).collect();
     let ci = match test {
-        PTest::PairedBootMedians => paired_log_change_ci(&d)?,
-        _ => quantile_change_ci_boots(
-            base_boots,
-            new_boots,
-            q,
-            pairing != Pairing::None,
-            0.95,
-            RESAMPLES,
-            SEED,
-        )?,
+        PTest::PairedBootMedians => paired_log_change_ci(&d),
+        _ => {
+            let draws = Draws {
+                confidence: 0.95,
+                resamples: RESAMPLES,
+                seed: SEED,
+                stop,
+            };
+            quantile_change_ci_boots(base_boots, new_boots, q, pairing != Pairing::None, &draws)
+        }
+    };
+    if stop() {
+        return None;
+    }
+    let Some(ci) = ci else {
+        return Some(cannot("no interval of the change could be drawn".into()));
     };
     let p = match test {
         PTest::WelchBootMedians => welch_t(&lb, &ln).map_or(1.0, |(_, _, p)| p),
         PTest::PairedBootMedians => paired_t(&d).map_or(1.0, |(_, _, p)| p),
-        PTest::MannWhitney => mann_whitney_u(base, new)?.p_two_sided,
+        PTest::MannWhitney => mann_whitney_u(base, new).map_or(f64::NAN, |u| u.p_two_sided),
     };
+    let figures = [
+        ("the change", ci.pct_change),
+        ("the CI of the change", ci.lo),
+        ("the CI of the change", ci.hi),
+        ("the p-value", p),
+        ("the base's mean", sb.mean),
+        ("the base's standard deviation", sb.stddev),
+        ("the new side's mean", sn.mean),
+        ("the new side's standard deviation", sn.stddev),
+    ];
+    if let Some((what, v)) = figures.iter().find(|(_, v)| !v.is_finite()) {
+        let why = if v.is_nan() {
+            "is not a number"
+        } else {
+            "overflows"
+        };
+        return Some(cannot(format!(
+            "{what} {why}: the samples are beyond what double precision computes with"
+        )));
+    }
     let few = base.len() < 3 || new.len() < 3;
-    let v = verdict(few, &ci, p, better, min_effect_pct);
-    Some((ci, p, v, sb.cv, sn.cv))
+    Some(Judged {
+        verdict: verdict(few, &ci, p, better, min_effect_pct),
+        ci,
+        p,
+        cv_base: sb.cv,
+        cv_new: sn.cv,
+        reason: None,
+    })
+}
+
+/// Why samples cannot be compared before any figure is computed: a boot
+/// without samples, a sample that is not a finite number, a base
+/// statistic of 0 (a change in percent of it is undefined), or, for the
+/// tests across boots (on logarithms), a boot's statistic that is not
+/// positive.
+fn degenerate(base: &[&[f64]], new: &[&[f64]], q: f64, test: PTest) -> Option<String> {
+    let stat = crate::schema::quantile_label(q);
+    for (side, boots) in [("base", base), ("new side", new)] {
+        if boots.len() > 1 {
+            if let Some(i) = boots.iter().position(|b| b.is_empty()) {
+                return Some(format!("boot {} of the {side} has no samples", i + 1));
+            }
+        }
+        if boots.iter().any(|b| b.iter().any(|x| !x.is_finite())) {
+            return Some(format!(
+                "the {side} has a sample that is not a finite number"
+            ));
+        }
+    }
+    if location(&base.concat(), q) == 0.0 {
+        return Some(format!(
+            "the base {stat} is 0: a change in percent of it is undefined"
+        ));
+    }
+    if matches!(test, PTest::WelchBootMedians | PTest::PairedBootMedians) {
+        for (side, boots) in [("base", base), ("new side", new)] {
+            for (i, b) in boots.iter().enumerate() {
+                let v = location(b, q);
+                if v <= 0.0 {
+                    return Some(format!(
+                        "the {stat} of boot {} of the {side} is {v}: the test across boots compares logarithms of positive figures",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The verdict on a change: improved or regressed only when the p-value is
@@ -199,6 +325,7 @@ fn too_noisy_noise(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn make(
     kind: ComparisonKind,
     m: &Matrix,
@@ -207,6 +334,7 @@ fn make(
     nc: &CellResult,
     nm: &Metric,
     same_run: bool,
+    stop: &dyn Fn() -> bool,
 ) -> Option<Comparison> {
     if bm.skip.is_some() || nm.skip.is_some() || !m.compared(&bm.name) || !m.compared(&nm.name) {
         return None;
@@ -215,8 +343,16 @@ fn make(
     let q = m.metric_quantile(&nm.name);
     let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
     let pairing = pairing(kind, same_run, bc, nc, base_boots.len(), new_boots.len());
-    let (ci, p, verdict, cv_base, cv_new) =
-        compare_boots(&base_boots, &new_boots, pairing, better, min_effect_pct, q)?;
+    let j = judge(
+        &base_boots,
+        &new_boots,
+        pairing,
+        better,
+        min_effect_pct,
+        q,
+        stop,
+    )?;
+    let (ci, p, verdict) = (j.ci, j.p, j.verdict);
     let test = p_test(&base_boots, &new_boots, pairing);
     let (boot_sd_pct, boots_needed) = too_noisy_noise(
         verdict,
@@ -227,6 +363,8 @@ fn make(
         q,
         min_effect_pct,
     );
+    // A spread that is not a number (a boot statistic of 0) is not shown.
+    let boot_sd_pct = boot_sd_pct.filter(|x| x.is_finite());
     Some(Comparison {
         kind,
         base_cell: bc.id.clone(),
@@ -242,8 +380,8 @@ fn make(
         ci95_lo: ci.lo,
         ci95_hi: ci.hi,
         p_value: p,
-        cv_base,
-        cv_new,
+        cv_base: j.cv_base,
+        cv_new: j.cv_new,
         better,
         min_effect_pct,
         verdict,
@@ -255,6 +393,7 @@ fn make(
         boot_sd_pct,
         boots_needed,
         split: None,
+        reason: j.reason,
     })
 }
 
@@ -302,51 +441,110 @@ fn select_boots(x: &Metric, keep: &[bool]) -> Metric {
     out
 }
 
+/// Every comparison of a run: series vs base, the declared within-cell
+/// pairs, the declared pairs of configs.
 pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
-    let mut out = variants(run, m);
+    compare_until(run, m, &never).unwrap_or_default()
+}
+
+/// `compare`, given up (None) as soon as `stop` says so: it is asked
+/// between comparisons and inside each bootstrap.
+pub fn compare_until(run: &Run, m: &Matrix, stop: &dyn Fn() -> bool) -> Option<Vec<Comparison>> {
+    let e = Env { m, stop };
+    let mut out = Vec::new();
+    variants(&mut out, &e, run)?;
     for c in &run.cells {
         for w in &m.within {
-            within(&mut out, m, c, w);
+            within(&mut out, &e, c, w)?;
         }
     }
     for a in &m.across {
-        across(&mut out, run, m, a);
+        across(&mut out, &e, run, a)?;
+    }
+    Some(out)
+}
+
+/// What every comparison of one call needs: the matrix's declarations,
+/// and when to give up.
+struct Env<'a> {
+    m: &'a Matrix,
+    stop: &'a dyn Fn() -> bool,
+}
+
+impl Env<'_> {
+    /// `make`'s comparison into `out`; None once `stop` says so.
+    fn add(
+        &self,
+        out: &mut Vec<Comparison>,
+        kind: ComparisonKind,
+        (bc, bm): (&CellResult, &Metric),
+        (nc, nm): (&CellResult, &Metric),
+        same_run: bool,
+        then: impl FnOnce(&mut Comparison),
+    ) -> Option<()> {
+        let c = make(kind, self.m, bc, bm, nc, nm, same_run, self.stop);
+        if (self.stop)() {
+            return None;
+        }
+        out.extend(c.map(|mut c| {
+            then(&mut c);
+            c
+        }));
+        Some(())
+    }
+}
+
+/// A cell, and its metrics by name.
+type Indexed<'a> = (&'a CellResult, HashMap<&'a str, &'a Metric>);
+
+/// A cell's metrics by name (the first of a name, as a search in order
+/// finds it).
+fn by_name(c: &CellResult) -> HashMap<&str, &Metric> {
+    let mut out = HashMap::with_capacity(c.metrics.len());
+    for x in &c.metrics {
+        out.entry(x.name.as_str()).or_insert(x);
     }
     out
 }
 
 /// Series vs base of the same kernel/arch/config, metric by metric.
-fn variants(run: &Run, m: &Matrix) -> Vec<Comparison> {
-    let mut out = Vec::new();
+fn variants(out: &mut Vec<Comparison>, e: &Env, run: &Run) -> Option<()> {
+    // The first base cell of each kernel/arch/config, as a search in
+    // order would find it, and its metrics by name.
+    let mut bases: HashMap<(&str, &str, &str), Indexed> = HashMap::new();
+    for c in run.cells.iter().filter(|c| c.variant == "base") {
+        bases
+            .entry((&c.kernel, &c.arch, &c.config))
+            .or_insert_with(|| (c, by_name(c)));
+    }
     for nc in run.cells.iter().filter(|c| c.variant != "base") {
-        let Some(bc) = run.cells.iter().find(|c| {
-            c.variant == "base"
-                && c.kernel == nc.kernel
-                && c.arch == nc.arch
-                && c.config == nc.config
-        }) else {
+        let Some((bc, metrics)) = bases.get(&(&nc.kernel, &nc.arch, &nc.config)) else {
             continue;
         };
         for nm in &nc.metrics {
-            if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm, true));
+            if let Some(bm) = metrics.get(nm.name.as_str()) {
+                e.add(
+                    out,
+                    ComparisonKind::Variants,
+                    (bc, bm),
+                    (nc, nm),
+                    true,
+                    |_| {},
+                )?;
             }
         }
     }
-    out
+    Some(())
 }
 
 /// A declared pair inside cell `c` (sync vs default), for every metric of
 /// the pair's base prefix; with a `[within.split]` and its metric in the
 /// cell, one comparison per state of the host its boots were in.
-fn within(out: &mut Vec<Comparison>, m: &Matrix, c: &CellResult, w: &Within) {
+fn within(out: &mut Vec<Comparison>, e: &Env, c: &CellResult, w: &Within) -> Option<()> {
+    let metrics = by_name(c);
     for bm in c.metrics.iter().filter(|x| x.name.starts_with(&w.base)) {
         let suffix = &bm.name[w.base.len()..];
-        let Some(nm) = c
-            .metrics
-            .iter()
-            .find(|x| x.name == format!("{}{suffix}", w.new))
-        else {
+        let Some(nm) = metrics.get(format!("{}{suffix}", w.new).as_str()) else {
             continue;
         };
         let states = w
@@ -354,12 +552,8 @@ fn within(out: &mut Vec<Comparison>, m: &Matrix, c: &CellResult, w: &Within) {
             .as_ref()
             .and_then(|sp| Some((sp, host_states(c, &sp.metric, bm.boot_sizes.len())?)));
         let Some((sp, (unit, values))) = states else {
-            out.extend(
-                make(ComparisonKind::Within, m, c, bm, c, nm, true).map(|mut x| {
-                    x.reference = w.reference.clone();
-                    x
-                }),
-            );
+            let then = |x: &mut Comparison| x.reference = w.reference.clone();
+            e.add(out, ComparisonKind::Within, (c, bm), (c, nm), true, then)?;
             continue;
         };
         // The claim's state first, then the other; a state no boot was in
@@ -373,66 +567,89 @@ fn within(out: &mut Vec<Comparison>, m: &Matrix, c: &CellResult, w: &Within) {
             }
             let keep: Vec<bool> = values.iter().map(|v| v.is_some_and(side)).collect();
             let (b, nw) = (select_boots(bm, &keep), select_boots(nm, &keep));
-            out.extend(
-                make(ComparisonKind::Within, m, c, &b, c, &nw, true).map(|mut x| {
-                    x.reference = w.reference.clone();
-                    x.split = Some(Split {
-                        metric: sp.metric.clone(),
-                        unit: unit.to_string(),
-                        at: sp.at,
-                        above,
-                        median: location(&here, 0.5),
-                        boots_other: seen.len() - here.len(),
-                    });
-                    x
-                }),
-            );
+            let then = |x: &mut Comparison| {
+                x.reference = w.reference.clone();
+                x.split = Some(Split {
+                    metric: sp.metric.clone(),
+                    unit: unit.to_string(),
+                    at: sp.at,
+                    above,
+                    median: location(&here, 0.5),
+                    boots_other: seen.len() - here.len(),
+                });
+            };
+            e.add(out, ComparisonKind::Within, (c, &b), (c, &nw), true, then)?;
         }
     }
+    Some(())
 }
 
 /// A declared pair of configs: the same kernel variant on two configs (2
 /// vs 255 possible CPUs), independent boots like two variants.
-fn across(out: &mut Vec<Comparison>, run: &Run, m: &Matrix, a: &Across) {
+fn across(out: &mut Vec<Comparison>, e: &Env, run: &Run, a: &Across) -> Option<()> {
+    let mut bases: HashMap<(&str, &str, &str), Indexed> = HashMap::new();
+    for c in run.cells.iter().filter(|c| c.config == a.base_config) {
+        bases
+            .entry((&c.kernel, &c.variant, &c.arch))
+            .or_insert_with(|| (c, by_name(c)));
+    }
     for nc in run.cells.iter().filter(|c| c.config == a.new_config) {
-        let Some(bc) = run.cells.iter().find(|c| {
-            c.config == a.base_config
-                && c.kernel == nc.kernel
-                && c.variant == nc.variant
-                && c.arch == nc.arch
-        }) else {
+        let Some((bc, metrics)) = bases.get(&(&nc.kernel, &nc.variant, &nc.arch)) else {
             continue;
         };
         for nm in nc.metrics.iter().filter(|x| x.name.starts_with(&a.metrics)) {
-            if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                out.extend(
-                    make(ComparisonKind::Variants, m, bc, bm, nc, nm, true).map(|mut x| {
-                        x.reference = a.reference.clone();
-                        x
-                    }),
-                );
+            if let Some(bm) = metrics.get(nm.name.as_str()) {
+                let then = |x: &mut Comparison| x.reference = a.reference.clone();
+                e.add(
+                    out,
+                    ComparisonKind::Variants,
+                    (bc, bm),
+                    (nc, nm),
+                    true,
+                    then,
+                )?;
             }
         }
     }
+    Some(())
 }
 
 /// Run A against run B: every cell id present in both, every metric name
 /// present in both, A's samples as the base and B's as the new side. The
 /// same statistics and verdicts as `compare` (the kind is `variants`: two
-/// kernels' independent boots, never paired).
-pub fn compare_runs(a: &Run, b: &Run, m: &Matrix) -> Vec<Comparison> {
+/// kernels' independent boots, never paired). None as soon as `stop` says
+/// so.
+pub fn compare_runs_until(
+    a: &Run,
+    b: &Run,
+    m: &Matrix,
+    stop: &dyn Fn() -> bool,
+) -> Option<Vec<Comparison>> {
+    let e = Env { m, stop };
+    let mut cells: HashMap<&str, &CellResult> = HashMap::with_capacity(a.cells.len());
+    for c in &a.cells {
+        cells.entry(c.id.as_str()).or_insert(c);
+    }
     let mut out = Vec::new();
     for nc in &b.cells {
-        let Some(bc) = a.cells.iter().find(|c| c.id == nc.id) else {
+        let Some(bc) = cells.get(nc.id.as_str()) else {
             continue;
         };
+        let metrics = by_name(bc);
         for nm in &nc.metrics {
-            if let Some(bm) = bc.metrics.iter().find(|x| x.name == nm.name) {
-                out.extend(make(ComparisonKind::Variants, m, bc, bm, nc, nm, false));
+            if let Some(bm) = metrics.get(nm.name.as_str()) {
+                e.add(
+                    &mut out,
+                    ComparisonKind::Variants,
+                    (bc, bm),
+                    (nc, nm),
+                    false,
+                    |_| {},
+                )?;
             }
         }
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -798,6 +1015,7 @@ pub(crate) mod aa_fixture {
             boot_sd_pct: None,
             boots_needed: None,
             split: None,
+            reason: None,
         }
     }
 

@@ -3,7 +3,10 @@
 //! median CI as the reports show it (distribution-free for one boot, the
 //! clustered bootstrap for several). Computation only: no text.
 
-use super::bootstrap::median_ci_boots;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use super::bootstrap::{median_ci_boots, never, Draws};
 use super::distributions::t975;
 use super::location::{mean_var, Summary};
 use crate::schema::Metric;
@@ -66,11 +69,60 @@ pub fn paired_log_change_ci(d: &[f64]) -> Option<ChangeCi> {
 /// several boots a bootstrap that resamples boots, then samples, so the
 /// spread between boots counts.
 pub fn median_ci(m: &Metric, x: &Summary) -> Option<(f64, f64)> {
+    median_ci_until(m, x, &never)
+}
+
+/// `median_ci`, given up (None) when `stop` says so.
+fn median_ci_until(m: &Metric, x: &Summary, stop: &dyn Fn() -> bool) -> Option<(f64, f64)> {
     let boots = m.by_boot();
     if boots.len() > 1 {
-        median_ci_boots(&boots, 0.95, 4000, 0x6b6d)
+        let d = Draws {
+            confidence: 0.95,
+            resamples: 4000,
+            seed: 0x6b6d,
+            stop,
+        };
+        median_ci_boots(&boots, &d)
     } else {
         x.median_ci
+    }
+}
+
+/// A median's CI, or none.
+type Ci = Option<(f64, f64)>;
+
+/// The median CIs of a run's metrics as its reports show them, each
+/// computed once however many reports show it (a bootstrap of a metric of
+/// many samples is the costly part of a report), and none once `stop`
+/// says so (the reports are then not written).
+pub struct MedianCis<'a> {
+    stop: &'a dyn Fn() -> bool,
+    /// By the metric's address: the run is borrowed while reports are made.
+    done: RefCell<HashMap<(usize, usize), Ci>>,
+}
+
+impl<'a> MedianCis<'a> {
+    pub fn new(stop: &'a dyn Fn() -> bool) -> MedianCis<'a> {
+        MedianCis {
+            stop,
+            done: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// `median_ci` of `m` (`x` its summary).
+    pub fn get(&self, m: &Metric, x: &Summary) -> Option<(f64, f64)> {
+        let key = (m as *const Metric as usize, m.samples.as_ptr() as usize);
+        if let Some(&ci) = self.done.borrow().get(&key) {
+            return ci;
+        }
+        if (self.stop)() {
+            return None;
+        }
+        let ci = median_ci_until(m, x, self.stop);
+        if !(self.stop)() {
+            self.done.borrow_mut().insert(key, ci);
+        }
+        ci
     }
 }
 

@@ -37,20 +37,33 @@ pub fn median(xs: &[f64]) -> f64 {
 /// Returns NaN for an empty slice or a `q` outside [0, 1], rather than panicking, because
 /// callers feed it computed confidence levels and a NaN is easier to spot than a crash.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
+    quantile_by(sorted.len(), q, |k| sorted[k])
+}
+
+/// `quantile` of `n` values given by their order statistics: `os(k)` is
+/// the k-th smallest (0-based). Only `os(i)` and `os(i + 1)` are asked
+/// for, in that order; the bootstrap answers from counts of ranks.
+pub(super) fn quantile_by(n: usize, q: f64, mut os: impl FnMut(usize) -> f64) -> f64 {
+    if n == 0 || !(0.0..=1.0).contains(&q) {
         return f64::NAN;
     }
-    let h = (sorted.len() - 1) as f64 * q;
+    let h = (n - 1) as f64 * q;
     let lo = h.floor();
     let t = h - lo;
     let i = lo as usize;
     // An exact hit must not touch the neighbour: with an infinite neighbour numpy's
     // lerp would turn inf * 0 into NaN, and bootstrap ratios can be infinite.
-    if t == 0.0 || i + 1 >= sorted.len() {
-        return sorted[i];
+    if t == 0.0 || i + 1 >= n {
+        return os(i);
     }
-    let (a, b) = (sorted[i], sorted[i + 1]);
+    let a = os(i);
+    let b = os(i + 1);
     let d = b - a;
+    if !d.is_finite() && a.is_finite() && b.is_finite() {
+        // Finite ends further apart than f64 reaches (-1e308 and 1e308):
+        // weigh them apart rather than overflow.
+        return a * (1.0 - t) + b * t;
+    }
     // Same two-sided lerp as numpy's `_lerp`, so results agree to the last bit and the
     // upper end is hit exactly.
     if t >= 0.5 {
@@ -58,6 +71,37 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     } else {
         a + d * t
     }
+}
+
+/// The mean of two middle values: (a + b) / 2, or a / 2 + b / 2 when the
+/// sum of two finite values overflows (1e308 twice), so the median of
+/// finite samples is finite. Halving is exact, so the two agree whenever
+/// the sum does not overflow.
+pub(super) fn midpoint(a: f64, b: f64) -> f64 {
+    let s = a + b;
+    if s.is_finite() || !(a.is_finite() && b.is_finite()) {
+        s / 2.0
+    } else {
+        a / 2.0 + b / 2.0
+    }
+}
+
+/// `location` of `n` values given by their order statistics, as
+/// `quantile_by` takes them: the median (`q` 0.5) is the middle one, or
+/// the `midpoint` of the two, as `median_in_place` finds it.
+pub(super) fn location_by(n: usize, q: f64, mut os: impl FnMut(usize) -> f64) -> f64 {
+    if q != 0.5 {
+        return quantile_by(n, q, os);
+    }
+    if n == 0 {
+        return f64::NAN;
+    }
+    let mid = n / 2;
+    if n % 2 == 1 {
+        return os(mid);
+    }
+    let lower = os(mid - 1);
+    midpoint(lower, os(mid))
 }
 
 /// Summary statistics of `samples`; `None` for an empty slice.
@@ -132,7 +176,7 @@ pub(super) fn median_in_place(buf: &mut [f64]) -> f64 {
         .copied()
         .max_by(f64::total_cmp)
         .expect("even n >= 2 leaves a non-empty left half");
-    (lower + upper) / 2.0
+    midpoint(lower, upper)
 }
 
 pub(super) fn median_of_sorted(sorted: &[f64]) -> f64 {
@@ -142,7 +186,7 @@ pub(super) fn median_of_sorted(sorted: &[f64]) -> f64 {
     } else if n % 2 == 1 {
         sorted[n / 2]
     } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        midpoint(sorted[n / 2 - 1], sorted[n / 2])
     }
 }
 

@@ -9,9 +9,10 @@ use super::power::{boots_needed, pairs_needed};
 /// Boot-to-boot spread of one cell: the sum of squared deviations of the
 /// logs of `values` (one statistic per boot) from their mean, and its
 /// degrees of freedom (n - 1). Summed over cells, ss/df is the pooled
-/// variance of the log.
+/// variance of the log. A cell with a statistic that has no logarithm (0,
+/// negative, not a number) gives nothing: (0, 0).
 pub fn log_ss(values: &[f64]) -> (f64, usize) {
-    if values.len() < 2 {
+    if values.len() < 2 || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
         return (0.0, 0);
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();

@@ -23,13 +23,17 @@ impl Xoshiro256 {
     }
 
     /// Uniform integer in [0, n) for n > 0, by Lemire's multiply-and-reject
-    /// on `next_u64`: a plain modulo would favour small indices.
+    /// on `next_u64`: a plain modulo would favour small indices. The
+    /// threshold (2^64 mod n, below n) is computed only when the low word
+    /// is below n, where it can matter: the same draws are accepted and
+    /// rejected, without a division per draw (the bootstrap draws one per
+    /// sample per resample).
     pub(super) fn below(&mut self, n: usize) -> usize {
         let n = n as u64;
-        let threshold = n.wrapping_neg() % n;
         loop {
             let m = u128::from(self.next_u64()) * u128::from(n);
-            if (m as u64) >= threshold {
+            let low = m as u64;
+            if low >= n || low >= n.wrapping_neg() % n {
                 return (m >> 64) as usize;
             }
         }
