@@ -165,6 +165,20 @@ impl<'a> Driver<'a> {
         ));
     }
 
+    /// How to carry on after an interruption: `--resume` once results.json
+    /// holds a finished cell (it refuses a run directory without one), else
+    /// the same directory again as `--out`.
+    fn continue_hint(&self) -> String {
+        if self.results_path.exists() {
+            format!("finish it with --resume {}", self.run_dir.display())
+        } else {
+            format!(
+                "nothing finished yet: run again with --out {}",
+                self.run_dir.display()
+            )
+        }
+    }
+
     /// Records a finished cell: its progress line, run.log, results.json
     /// with the comparisons. False when the run was interrupted (whatever
     /// the cell shows was caused by that): nothing is recorded.
@@ -173,9 +187,9 @@ impl<'a> Driver<'a> {
         cu.finish(&line);
         if signals::interrupted() {
             self.ui.println(&format!(
-                "{}: interrupted; not recorded (finish it with --resume {})",
+                "{}: interrupted; not recorded ({})",
                 r.id,
-                self.run_dir.display()
+                self.continue_hint()
             ));
             return Ok(false);
         }
@@ -258,8 +272,8 @@ impl<'a> Driver<'a> {
                 continue;
             }
             cu.finish(&format!(
-                "interrupted; not recorded (finish it with --resume {})",
-                self.run_dir.display()
+                "interrupted; not recorded ({})",
+                self.continue_hint()
             ));
         }
         Ok(())
