@@ -497,7 +497,7 @@ pub fn conclude(state: &mut State, answer: Option<Answer>, run_dir: &Path) -> Re
     state.answer = answer.clone();
     state.save(run_dir)?;
     let md = report::bisect_markdown(state, run_dir);
-    std::fs::write(run_dir.join("bisect.md"), &md)?;
+    crate::host::cache::write_atomic(&run_dir.join("bisect.md"), md.as_bytes())?;
     println!("{md}");
     println!("bisect: {}", run_dir.display());
     Ok(match answer {

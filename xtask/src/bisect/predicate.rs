@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::schema::{Better, CellResult, Outcome};
+use crate::stats::bootstrap::never;
 use crate::stats::compare::{self, Pairing};
 use crate::stats::intervals::median_ci;
 use crate::stats::location::{median, summarize};
@@ -276,13 +277,16 @@ fn judge_regression(
         Ok(m) => m,
         Err(v) => return v,
     };
-    let Some((ci, p, _, _, _)) =
-        // Bisect judges medians, as its threshold predicate does,
-        // whatever quantile the matrix's comparisons use.
-        compare::compare_boots(&bm.by_boot(), &sm.by_boot(), Pairing::None, better, min_effect_pct, 0.5)
-    else {
+    let (bb, sb) = (bm.by_boot(), sm.by_boot());
+    // Bisect judges medians, as its threshold predicate does, whatever
+    // quantile the matrix's comparisons use.
+    let judged = compare::judge(&bb, &sb, Pairing::None, better, min_effect_pct, 0.5, &never);
+    let Some(compare::Judged { ci, p, reason, .. }) = judged else {
         return Verdict::Unclear(format!("{metric}: too few samples to compare"));
     };
+    if let Some(why) = reason {
+        return Verdict::Unclear(format!("{metric}: cannot compare: {why}"));
+    }
     // Percent worse: positive is a regression whichever way is better.
     let (w, wlo, whi) = match better {
         Better::Lower => (ci.pct_change, ci.lo, ci.hi),

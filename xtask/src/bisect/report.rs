@@ -7,6 +7,7 @@ use std::path::Path;
 use super::{Answer, State};
 use crate::build::source::PatchInfo;
 use crate::plan::variants::prefix_name;
+use crate::report::{ci_pct, fixed, pct, verdict_words};
 use crate::schema::{CellResult, ComparisonKind, Outcome, Run};
 use crate::stats::{intervals, location};
 
@@ -177,15 +178,19 @@ pub fn bisect_markdown(st: &State, run_dir: &Path) -> String {
     o
 }
 
-fn median_ci(c: &CellResult, metric: &str) -> Option<(f64, f64, f64, String)> {
+/// A metric's median, its CI ("-" where none can be had) and its unit.
+fn median_ci(c: &CellResult, metric: &str) -> Option<(f64, String, String)> {
     let m = c.metrics.iter().find(|m| m.name == metric)?;
     if m.skip.is_some() || m.samples.is_empty() {
         return None;
     }
     let s = location::summarize(&m.samples)?;
     let med = s.median;
-    let (lo, hi) = intervals::median_ci(m, &s).unwrap_or((f64::NAN, f64::NAN));
-    Some((med, lo, hi, m.unit.clone()))
+    let ci = match intervals::median_ci(m, &s) {
+        Some((lo, hi)) => format!("[{}, {}]", fixed(lo, 2), fixed(hi, 2)),
+        None => "-".into(),
+    };
+    Some((med, ci, m.unit.clone()))
 }
 
 fn failing(c: &CellResult) -> BTreeSet<String> {
@@ -310,7 +315,7 @@ fn sweep_metric(o: &mut String, run: &Run, cells: &[Option<&CellResult>], metric
     let _ = writeln!(o, "|---|---|---|---|---|---|");
     for (k, cell) in cells.iter().enumerate() {
         let Some(c) = cell else { continue };
-        let Some((med, lo, hi, unit)) = median_ci(c, metric) else {
+        let Some((med, ci, unit)) = median_ci(c, metric) else {
             let why = c
                 .metrics
                 .iter()
@@ -325,11 +330,8 @@ fn sweep_metric(o: &mut String, run: &Run, cells: &[Option<&CellResult>], metric
         });
         let (vs, verdict) = match cmp {
             Some(x) => (
-                format!(
-                    "{:+.1}% [{:+.1}, {:+.1}]",
-                    x.pct_change, x.ci95_lo, x.ci95_hi
-                ),
-                x.verdict.describe().to_string(),
+                format!("{} {}", pct(x.pct_change, 1), ci_pct(x.ci95_lo, x.ci95_hi)),
+                verdict_words(x),
             ),
             None if k == 0 => ("(base)".into(), String::new()),
             None => ("-".into(), String::new()),
@@ -337,7 +339,8 @@ fn sweep_metric(o: &mut String, run: &Run, cells: &[Option<&CellResult>], metric
         let within = within_claims(run, c, metric);
         let _ = writeln!(
             o,
-            "| {k} | {med:.2} {unit} | [{lo:.2}, {hi:.2}] | {vs} | {verdict} | {within} |"
+            "| {k} | {} {unit} | {ci} | {vs} | {verdict} | {within} |",
+            fixed(med, 2)
         );
     }
 }
@@ -352,13 +355,12 @@ fn within_claims(run: &Run, c: &CellResult, metric: &str) -> String {
         })
         .map(|x| {
             format!(
-                "vs {}{}: {:+.1}% [{:+.1}, {:+.1}] {}",
+                "vs {}{}: {} {} {}",
                 x.base_metric,
                 x.split_note(),
-                x.pct_change,
-                x.ci95_lo,
-                x.ci95_hi,
-                x.verdict.describe()
+                pct(x.pct_change, 1),
+                ci_pct(x.ci95_lo, x.ci95_hi),
+                verdict_words(x)
             )
         })
         .collect::<Vec<_>>()

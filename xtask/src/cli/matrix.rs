@@ -224,7 +224,7 @@ fn conclude(
     // An A/A run (--aa) also says how much a boot's figure moves here.
     let summary = super::reports::summary(run)
         + &crate::report::aa::noise_text(&crate::stats::aa::noise(&[run], m));
-    std::fs::write(run_dir.join("summary.md"), &summary)?;
+    crate::host::cache::write_atomic(&run_dir.join("summary.md"), summary.as_bytes())?;
     super::reports::write_run_reports(&env.root, run, m, run_dir);
     println!("{summary}");
     println!("results: {}", results_path.display());

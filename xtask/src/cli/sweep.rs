@@ -90,7 +90,7 @@ impl SweepCmd {
                 &stored.series,
                 &stored.patches,
             );
-            std::fs::write(run_dir.join("sweep.md"), &md)?;
+            crate::host::cache::write_atomic(&run_dir.join("sweep.md"), md.as_bytes())?;
             println!("{md}");
             println!("sweep: {}", run_dir.join("sweep.md").display());
         }

@@ -77,6 +77,7 @@ pub fn interleaved(bc: &CellResult, nc: &CellResult, nb: usize, nn: usize) -> bo
 /// boot, not the sample, is the unit that was repeated. `q`: the quantile
 /// compared (0.5, the median; the per-boot statistic of Welch's t too).
 /// A `cannot-compare` verdict comes with NaN figures (`judge` says why).
+#[cfg(test)]
 pub fn compare_boots(
     base_boots: &[&[f64]],
     new_boots: &[&[f64]],

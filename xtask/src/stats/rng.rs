@@ -6,6 +6,7 @@
 //! generator, seeding or index draw changes reported numbers, which the
 //! tests below pin down value by value.
 
+use rand_distr::{Binomial, Distribution};
 use rand_xoshiro::rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256StarStar;
 
@@ -36,6 +37,21 @@ impl Xoshiro256 {
             if low >= n || low >= n.wrapping_neg() % n {
                 return (m >> 64) as usize;
             }
+        }
+    }
+
+    /// How many of `n` independent trials succeed at probability `p`:
+    /// an exact binomial draw (rand_distr's inversion / BTPE).
+    pub(super) fn binomial(&mut self, n: u64, p: f64) -> u64 {
+        if n == 0 || p <= 0.0 {
+            return 0;
+        }
+        if p >= 1.0 {
+            return n;
+        }
+        match Binomial::new(n, p) {
+            Ok(b) => b.sample(&mut self.0),
+            Err(_) => 0,
         }
     }
 }
