@@ -372,6 +372,12 @@ mod tests {
     use super::*;
     use crate::stats::compare;
 
+    fn default_matrix() -> crate::plan::matrix::Matrix {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        crate::plan::matrix::Matrix::parse("matrix.toml", &text).unwrap()
+    }
+
     /// The real default-matrix run, its series cells renamed as the one
     /// and only prefix of a one-patch sweep.
     fn sweep_run() -> (Run, Vec<PatchInfo>) {
@@ -385,13 +391,7 @@ mod tests {
             c.variant = "s@1".into();
             c.id = format!("{}/s@1/{}/{}", c.kernel, c.arch, c.config);
         }
-        let m = crate::plan::matrix::Matrix::parse(
-            "matrix.toml",
-            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
-                .unwrap(),
-        )
-        .unwrap();
-        run.comparisons = compare::compare(&run, &m);
+        run.comparisons = compare::compare(&run, &default_matrix());
         let p = PatchInfo {
             file: "0001-x.patch".into(),
             subject: "seccomp: the whole series as one".into(),
@@ -441,5 +441,26 @@ mod tests {
             row1.contains("vs seccomp_notify.default.same-cpu:"),
             "{row1}"
         );
+    }
+
+    /// A metric the statistics cannot take (every sample 0 on the series
+    /// side): its rows say why in words and show "-" for the figures it
+    /// has none of; no NaN anywhere in the sweep.
+    #[test]
+    fn a_metric_that_cannot_be_compared_reads_as_words_and_dashes() {
+        let (mut run, patches) = sweep_run();
+        let name = "seccomp_notify.default.same-cpu";
+        for c in run.cells.iter_mut().filter(|c| c.variant != "base") {
+            for m in c.metrics.iter_mut().filter(|m| m.name == name) {
+                m.samples.iter_mut().for_each(|x| *x = 0.0);
+            }
+        }
+        run.comparisons = compare::compare(&run, &default_matrix());
+        let md = sweep_markdown(&run, "6.1", "s", &patches);
+        assert!(!md.contains("NaN") && !md.contains("inf"), "{md}");
+        let section = md.split(&format!("`{name}`")).nth(1).unwrap();
+        let row1 = section.lines().find(|l| l.starts_with("| 1 ")).unwrap();
+        assert!(row1.contains("cannot compare: "), "{row1}");
+        assert!(row1.contains("| - - |"), "{row1}");
     }
 }
