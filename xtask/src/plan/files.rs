@@ -78,7 +78,7 @@ pub fn check(m: &Matrix, path: &str, text: &str, root: &Path) -> Result<()> {
             SourceSpec::Debian(_) => {}
         }
     }
-    for (name, s) in &m.series {
+    for (name, s) in m.series.iter().filter(|(_, s)| s.take.is_none()) {
         let here = keys!["series", name, "dir"];
         want(here, &s.dir, "a series directory", Kind::Dir)?;
         let patches = crate::plan::series::files(name, &root.join(&s.dir))
@@ -91,6 +91,25 @@ pub fn check(m: &Matrix, path: &str, text: &str, root: &Path) -> Result<()> {
                     p.display()
                 ),
             ));
+        }
+    }
+    // A kernel's NAME@K: K patches at most.
+    for (kname, k) in &m.kernel {
+        for (i, v) in k.series.iter().enumerate() {
+            let Some((series, take)) = crate::plan::matrix::split_prefix(v.get_ref()) else {
+                continue;
+            };
+            let dir = root.join(&m.series[series].dir);
+            let n = crate::plan::series::files(series, &dir).map_or(0, |p| p.len());
+            if take > n {
+                return Err(at.err_at(
+                    keys!["kernel", kname, "series", i],
+                    format!(
+                        "`{}` asks for the first {take} patches of series {series}, which has {n}: expected {series}@1..={n}",
+                        v.get_ref()
+                    ),
+                ));
+            }
         }
     }
     for (name, c) in &m.config {
@@ -203,6 +222,11 @@ mod tests {
                 "dir = \"kernels/series/mm-cid-work\"",
                 "dir = \"matrix.toml\"",
                 "a series directory matrix.toml (relative to the kmatrix checkout",
+            ),
+            (
+                "series = [\"mm-cid-work@1\",",
+                "series = [\"mm-cid-work@3\",",
+                "matrix.toml:54:11: `mm-cid-work@3` asks for the first 3 patches of series mm-cid-work, which has 2: expected mm-cid-work@1..=2",
             ),
         ];
         for (from, to, says) in cases {

@@ -58,6 +58,16 @@ pub fn built_as(variant: &str) -> &str {
     }
 }
 
+/// `NAME@K` as (NAME, K) for K >= 1: the first K patches of series NAME.
+pub fn split_prefix(name: &str) -> Option<(&str, usize)> {
+    let (series, k) = name.split_once('@')?;
+    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let k: usize = k.parse().ok().filter(|&k| k >= 1)?;
+    (!series.is_empty() && !series.contains('@')).then_some((series, k))
+}
+
 /// Declared here, kept with every comparison in results.json.
 pub use crate::schema::Better;
 
@@ -631,16 +641,35 @@ impl Matrix {
                 bail!("{}: {msg}{hint}", at.place(offset));
             }
         };
+        let mut m = m;
         m.validate(&Spans::new(path, text))?;
+        m.add_prefix_series();
         Ok(m)
+    }
+
+    /// A kernel's `NAME@K` (validated): the first K patches of series NAME,
+    /// as a series of its own, as sweep and bisect name them.
+    fn add_prefix_series(&mut self) {
+        let listed: Vec<String> = self
+            .kernel
+            .values()
+            .flat_map(|k| k.series.iter().map(|s| s.get_ref().clone()))
+            .collect();
+        for name in listed {
+            if let Some((series, k)) = split_prefix(&name) {
+                let dir = self.series[series].dir.clone();
+                self.series
+                    .insert(name.clone(), Series { dir, take: Some(k) });
+            }
+        }
     }
 
     /// Checks what serde cannot: names that refer to other tables, ranges,
     /// repeats, patterns. The first problem found is the error.
     fn validate(&self, at: &Spans) -> Result<()> {
         self.validate_run(at)?;
-        self.validate_kernels(at)?;
         self.validate_series(at)?;
+        self.validate_kernels(at)?;
         self.validate_configs(at)?;
         self.validate_tests(at)?;
         self.validate_expectations(at)?;
@@ -768,7 +797,25 @@ impl Matrix {
                 ));
             }
             for s in &k.series {
-                if !self.series.contains_key(s.get_ref()) {
+                if let Some((series, _)) = split_prefix(s.get_ref()) {
+                    if !self.series.contains_key(series) {
+                        return Err(at.err(
+                            s.span(),
+                            format!(
+                                "`{}` names the first patches of series `{series}`, which is not defined in a [series.\"{series}\"] table",
+                                s.get_ref()
+                            ),
+                        ));
+                    }
+                } else if s.get_ref().contains('@') {
+                    return Err(at.err(
+                        s.span(),
+                        format!(
+                            "`{}`: expected a series name, or NAME@K for its first K patches (K from 1)",
+                            s.get_ref()
+                        ),
+                    ));
+                } else if !self.series.contains_key(s.get_ref()) {
                     return Err(at.err(
                         s.span(),
                         format!(
@@ -1733,10 +1780,16 @@ reason = "r"
             .unwrap();
         let mut m = Matrix::parse("matrix.toml", &text).unwrap();
         let cells = m.cells(&Filters::default()).unwrap();
-        assert_eq!(cells.len(), 12);
+        assert_eq!(cells.len(), 16);
         // 6.1 has no `wide` config; the wide cells run the mm_cid check only.
         let wide: Vec<&Cell> = cells.iter().filter(|c| c.config == "wide").collect();
-        assert_eq!(wide.len(), 4);
+        assert_eq!(wide.len(), 6);
+        // Patch 1 of mm-cid-work alone, as sweep and bisect name it.
+        assert_eq!(m.series["mm-cid-work@1"].take, Some(1));
+        assert_eq!(m.series["mm-cid-work@1"].dir, m.series["mm-cid-work"].dir);
+        assert!(cells
+            .iter()
+            .any(|c| c.id() == "6.12/mm-cid-work@1/arm64/wide"));
         assert!(wide
             .iter()
             .all(|c| c.kernel == "6.12" && c.tests == ["mm_cid"]));
@@ -1810,6 +1863,10 @@ reason = "r"
                 "6.12/base~aa/x86_64/wide",
                 "6.12/base~aa/arm64/tiny",
                 "6.12/base~aa/arm64/wide",
+                "6.12/mm-cid-work@1/x86_64/tiny",
+                "6.12/mm-cid-work@1/x86_64/wide",
+                "6.12/mm-cid-work@1/arm64/tiny",
+                "6.12/mm-cid-work@1/arm64/wide",
                 "6.12/mm-cid-work/x86_64/tiny",
                 "6.12/mm-cid-work/x86_64/wide",
                 "6.12/mm-cid-work/arm64/tiny",
@@ -2046,6 +2103,38 @@ reason = "r"
         );
     }
 
+    /// `NAME@K` in a kernel's series: the first K >= 1 patches of a
+    /// declared series (whether it has K: `plan::files`).
+    #[test]
+    fn a_series_prefix_names_a_declared_series_and_a_count_from_1() {
+        for (to, says) in [
+            (
+                "mm-cid-work@0",
+                "`mm-cid-work@0`: expected a series name, or NAME@K",
+            ),
+            (
+                "mm-cid-work@+1",
+                "`mm-cid-work@+1`: expected a series name, or NAME@K",
+            ),
+            (
+                "mm-cid-work@",
+                "`mm-cid-work@`: expected a series name, or NAME@K",
+            ),
+            ("mm@cid@1", "`mm@cid@1`: expected a series name, or NAME@K"),
+            (
+                "mm-cid@1",
+                "`mm-cid@1` names the first patches of series `mm-cid`, which is not defined",
+            ),
+        ] {
+            let bad = default_with("[\"mm-cid-work@1\",", &format!("[\"{to}\","));
+            let e = parse_err(&bad);
+            assert!(
+                e.starts_with("matrix.toml:54:11: ") && e.contains(says),
+                "{to}: {e}"
+            );
+        }
+    }
+
     #[test]
     fn a_name_listed_twice_is_refused_at_the_repeat() {
         let cases = [
@@ -2068,8 +2157,8 @@ reason = "r"
                 "run.configs lists `tiny` twice",
             ),
             (
-                "series = [\"mm-cid-work\"]",
-                "series = [\"mm-cid-work\", \"mm-cid-work\"]",
+                "series = [\"mm-cid-work@1\", \"mm-cid-work\"]",
+                "series = [\"mm-cid-work@1\", \"mm-cid-work\", \"mm-cid-work\"]",
                 "\"mm-cid-work\"]",
                 "kernel.6.12.series lists `mm-cid-work` twice",
             ),
@@ -2121,14 +2210,14 @@ reason = "r"
             (
                 "[series.mm-cid-work]",
                 "[series.\"mm/cid\"]",
-                "series = [\"mm-cid-work\"]",
+                "series = [\"mm-cid-work@1\", \"mm-cid-work\"]",
                 "series = [\"mm/cid\"]",
                 "series name `mm/cid`",
             ),
             (
                 "[series.mm-cid-work]",
                 "[series.\"mm@2\"]",
-                "series = [\"mm-cid-work\"]",
+                "series = [\"mm-cid-work@1\", \"mm-cid-work\"]",
                 "series = [\"mm@2\"]",
                 "series name `mm@2`",
             ),
