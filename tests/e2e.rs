@@ -361,6 +361,12 @@ fn rseq_membarrier_mm_cid_checks_run_on_6_12_and_skip_mm_cid_on_6_1() {
     // mm_cid ran (SCHED_MM_CID=y was verified) and saw the guest's CPUs.
     assert_eq!(median(cell, "mm_cid.cpus.possible"), 2.0);
     assert!(median(cell, "mm_cid.gap.p50") > 0.0);
+    // The kprobes timed task_mm_cid_work itself: it runs at most every
+    // 100 ms per mm (MM_CID_SCAN_DELAY), so at most ~10 times a second,
+    // and each run takes some microseconds.
+    let rate = median(cell, "mm_cid.work.rate");
+    assert!(rate > 1.0 && rate <= 11.0, "mm_cid.work.rate {rate}");
+    assert!(median(cell, "mm_cid.work.us") > 0.0);
 
     // 6.1 has no mm_cid: the check and the mm_cid builds are skipped, by
     // name, and that is what the matrix expects.
@@ -391,6 +397,53 @@ fn rseq_membarrier_mm_cid_checks_run_on_6_12_and_skip_mm_cid_on_6_1() {
             .any(|(n, o)| n == "param_test.spinlock" && o == "pass"),
         "{rseq:?}"
     );
+}
+
+/// A 200 us busy wait planted at the start of task_mm_cid_work
+/// (tests/checks/slow-cid-work, an incremental build of the 6.12 kernel
+/// the checks use): the kprobes time every run, so the base-vs-series
+/// comparison of mm_cid.work.us names it regressed, by far more than 100%
+/// (each run is a few us to tens of us under TCG without it).
+#[test]
+fn a_task_mm_cid_work_slowed_on_purpose_is_named_regressed() {
+    let (code, run, out) = run_cell(
+        "6.12/*/x86_64/tiny",
+        "e2e-slow-cid-work",
+        &[
+            "--matrix",
+            "tests/checks/matrix.toml",
+            "--test",
+            "mm_cid",
+            "--boots",
+            "3",
+        ],
+    );
+    let ids: Vec<&str> = run["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["6.12/base/x86_64/tiny", "6.12/slow-cid-work/x86_64/tiny"],
+        "{}",
+        out.display()
+    );
+    assert_eq!(code, 0, "{}", out.display());
+    let work = run["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["new_cell"] == "6.12/slow-cid-work/x86_64/tiny" && c["new_metric"] == "mm_cid.work.us"
+        })
+        .unwrap_or_else(|| panic!("no mm_cid.work.us comparison: {}", run["comparisons"]));
+    assert_eq!(work["verdict"], "regressed", "{work}");
+    assert!(work["ci95_lo"].as_f64().unwrap() > 100.0, "{work}");
+    // The summary names it too.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("mm_cid.work.us"), "{summary}");
 }
 
 /// A comparison still too noisy after the planned boots gets more boots,

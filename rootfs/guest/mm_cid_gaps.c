@@ -40,7 +40,25 @@
  *   mm_cid.gap_big                   every big gap, us: one METRIC line
  *                                    each (at most --max-raw), so the
  *                                    harness can pool them across boots
+ *   mm_cid.work.us                   every run of task_mm_cid_work on the
+ *                                    busy thread, entry to return, us (one
+ *                                    line each, at most --max-raw)
+ *   mm_cid.work.rate                 those runs per second, 1/s
+ *   mm_cid.work.busy_pct             their summed time in % of the run
+ *   mm_cid.big.work_pct              % of the big gaps that hold a run of
+ *                                    the work: how much of the gap scan is
+ *                                    the work and how much the host
  * A metric without data (no gap at all, no periodic gap) is a SKIP.
+ *
+ * The work itself is timed with a kprobe and a kretprobe on --probe
+ * (default task_mm_cid_work) opened through perf_event_open's kprobe PMU
+ * for this thread only, timestamps on CLOCK_MONOTONIC (so a run can be
+ * placed inside a gap).  kernel/sched/ is built without the function
+ * tracer's hooks, so ftrace cannot see the function; a kprobe can.  Each
+ * run is charged the probes' own cost too (a trap at entry and return):
+ * the same on both sides of a comparison.  Needs CONFIG_PERF_EVENTS and
+ * CONFIG_KPROBE_EVENTS; without them (or without the function) the work
+ * metrics are SKIPs that say why, and the gap scan runs as before.
  *
  * The periodic component, and why this way.  The maximum alone cannot tell
  * the work from host preemption, which adds random big gaps.  Folding the
@@ -67,6 +85,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <linux/perf_event.h>
 #include <math.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -75,6 +94,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,6 +107,10 @@
 #define DEFAULT_TOLERANCE_MS 15
 #define DEFAULT_CONTROL_MS 150
 #define DEFAULT_MAX_RAW 5000
+#define DEFAULT_PROBE "task_mm_cid_work"
+/* Ring of each probe: 16 data pages hold ~2,700 samples of 24 bytes, over
+ * 25 times what 10 s of a 10 Hz work writes. */
+#define PROBE_PAGES 16
 /* A gap >= 1 us needs a read; so at most 1e6 per second; we record gaps
  * >= min-gap-us, so at most 1e6 / min-gap-us per second. */
 #define MAX_ENTRIES (UINT64_C(1) << 23)
@@ -117,11 +143,13 @@ static void usage(FILE *f)
 		"  -T, --tolerance-ms MS  +- window around it (default %d)\n"
 		"  -C, --control-ms MS    control lag for chance partners (default %d)\n"
 		"  -c, --cpu N            CPU to run on (default 1, else the last allowed)\n"
-		"  -r, --max-raw N        at most N mm_cid.gap_big lines (default %d)\n"
+		"  -r, --max-raw N        at most N mm_cid.gap_big and mm_cid.work.us\n"
+		"                         lines each (default %d)\n"
+		"  -p, --probe FUNC       time runs of FUNC (default %s; \"\" for none)\n"
 		"  -h, --help             show this help\n",
 		prog_name, DEFAULT_DURATION_S, DEFAULT_MIN_GAP_US,
 		DEFAULT_BIG_GAP_US, DEFAULT_PERIOD_MS, DEFAULT_TOLERANCE_MS,
-		DEFAULT_CONTROL_MS, DEFAULT_MAX_RAW);
+		DEFAULT_CONTROL_MS, DEFAULT_MAX_RAW, DEFAULT_PROBE);
 }
 
 static void bad_usage(const char *fmt, ...)
@@ -269,6 +297,225 @@ static uint64_t partners(const uint64_t *t, uint64_t n, uint64_t lag,
 	return found;
 }
 
+/* One kprobe or kretprobe event of this thread, with its sample ring. */
+struct probe {
+	int fd;
+	unsigned char *ring;
+	size_t len;
+};
+
+/* First line of @path into @buf; false when unreadable. */
+static bool read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}
+
+/*
+ * Opens a probe on @func for the calling thread: an entry probe, or with
+ * @ret a return probe.  Returns false with the reason in @why.
+ */
+static bool probe_open(struct probe *p, const char *func, bool ret,
+		       char *why, size_t whylen)
+{
+	static const char pmu[] = "/sys/bus/event_source/devices/kprobe";
+	struct perf_event_attr a;
+	char line[64];
+	unsigned retbit = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	int type;
+
+	if (!read_line("/sys/bus/event_source/devices/kprobe/type", line,
+		       sizeof(line))) {
+		snprintf(why, whylen, "no kprobe PMU (%s/type: %s; needs "
+			 "CONFIG_PERF_EVENTS and CONFIG_KPROBE_EVENTS)", pmu,
+			 strerror(errno));
+		return false;
+	}
+	type = atoi(line);
+	if (ret) {
+		if (!read_line("/sys/bus/event_source/devices/kprobe/format/retprobe",
+			       line, sizeof(line)) ||
+		    sscanf(line, "config:%u", &retbit) != 1 || retbit > 63) {
+			snprintf(why, whylen, "unreadable %s/format/retprobe",
+				 pmu);
+			return false;
+		}
+	}
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = (uint32_t)type;
+	a.config = ret ? UINT64_C(1) << retbit : 0;
+	a.config1 = (uint64_t)(uintptr_t)func; /* kprobe_func */
+	a.config2 = 0;			       /* probe_offset */
+	a.sample_period = 1;
+	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	a.disabled = 1;
+	p->fd = (int)syscall(__NR_perf_event_open, &a, 0, -1, -1,
+			     PERF_FLAG_FD_CLOEXEC);
+	if (p->fd < 0) {
+		snprintf(why, whylen, "perf_event_open(%s %s): %s",
+			 ret ? "kretprobe" : "kprobe", func, strerror(errno));
+		return false;
+	}
+	p->len = (size_t)page * (1 + PROBE_PAGES);
+	p->ring = mmap(NULL, p->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       p->fd, 0);
+	if (p->ring == MAP_FAILED) {
+		snprintf(why, whylen, "mmap of the %s ring: %s",
+			 ret ? "kretprobe" : "kprobe", strerror(errno));
+		close(p->fd);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The sample times in @p's ring, in order, into @t (at most @cap); the
+ * samples the kernel could not write (ring full) add to @lost.
+ */
+static uint64_t probe_times(struct probe *p, uint64_t *t, uint64_t cap,
+			    uint64_t *lost)
+{
+	struct perf_event_mmap_page *m = (void *)p->ring;
+	uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = m->data_tail, size = m->data_size, n = 0;
+	unsigned char *data = p->ring + m->data_offset;
+
+	while (tail < head) {
+		unsigned char rec[64];
+		struct perf_event_header h;
+		uint64_t i;
+
+		for (i = 0; i < sizeof(h); i++)
+			((unsigned char *)&h)[i] = data[(tail + i) % size];
+		if (h.size < sizeof(h))
+			break;
+		for (i = 0; i < h.size && i < sizeof(rec); i++)
+			rec[i] = data[(tail + i) % size];
+		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16) {
+			uint64_t time;
+
+			/* u32 pid, tid; u64 time */
+			memcpy(&time, rec + sizeof(h) + 8, sizeof(time));
+			if (n < cap)
+				t[n++] = time;
+			else
+				(*lost)++;
+		} else if (h.type == PERF_RECORD_LOST &&
+			   h.size >= sizeof(h) + 16) {
+			uint64_t l;
+
+			memcpy(&l, rec + sizeof(h) + 8, sizeof(l));
+			*lost += l;
+		}
+		tail += h.size;
+	}
+	return n;
+}
+
+static void work_skip(const char *why)
+{
+	printf("SKIP mm_cid.work.us %s\n", why);
+	printf("SKIP mm_cid.work.rate %s\n", why);
+	printf("SKIP mm_cid.work.busy_pct %s\n", why);
+	printf("SKIP mm_cid.big.work_pct %s\n", why);
+}
+
+/*
+ * The runs of the probed function between @t0 and @t1 (CLOCK_MONOTONIC
+ * ns): each entry paired with the first return after it, before the next
+ * entry (the work does not nest; an entry without a return was cut off by
+ * the end of the run).  Then the share of the @n gaps (@start relative to
+ * @t0, sizes in @gap) of at least @big_ns that overlap a run.
+ */
+static void work_report(struct probe *entry, struct probe *ret,
+			const char *fn, uint64_t t0, uint64_t t1,
+			const uint64_t *start, const uint32_t *gap, uint64_t n,
+			uint64_t big_ns, uint64_t max_raw)
+{
+	uint64_t cap = PROBE_PAGES * 4096 / 24 + 1, lost = 0, ne, nr, i, j = 0;
+	uint64_t *te = calloc(cap, sizeof(*te)), *tr = calloc(cap, sizeof(*tr));
+	uint64_t *dur, *sorted, runs = 0, unpaired = 0, printed = 0;
+	uint64_t nbig = 0, inbig = 0, k = 0;
+	double total = 0, secs = (double)(t1 - t0) / 1e9;
+
+	dur = calloc(cap, sizeof(*dur));
+	sorted = calloc(cap, sizeof(*sorted));
+	if (!te || !tr || !dur || !sorted)
+		die("out of memory");
+	ne = probe_times(entry, te, cap, &lost);
+	nr = probe_times(ret, tr, cap, &lost);
+	if (lost)
+		die("%llu probe samples lost (ring full): raise PROBE_PAGES",
+		    (unsigned long long)lost);
+	for (i = 0; i < ne; i++) {
+		while (j < nr && tr[j] < te[i])
+			j++;
+		if (j == nr || (i + 1 < ne && te[i + 1] < tr[j])) {
+			unpaired++;
+			continue;
+		}
+		te[runs] = te[i];
+		dur[runs++] = tr[j++] - te[i];
+	}
+	fprintf(stderr, "# probe %s: %llu entries, %llu returns, %llu runs, "
+		"%llu without a return\n", fn, (unsigned long long)ne,
+		(unsigned long long)nr, (unsigned long long)runs,
+		(unsigned long long)unpaired);
+	for (i = 0; i < runs; i++)
+		total += (double)dur[i];
+	printf("METRIC mm_cid.work.rate %.3f 1/s\n", (double)runs / secs);
+	printf("METRIC mm_cid.work.busy_pct %.4f %%\n",
+	       100.0 * total / ((double)(t1 - t0)));
+	if (!runs)
+		printf("SKIP mm_cid.work.us no run of %s in %.0f s\n", fn, secs);
+	for (i = 0; i < runs && printed < max_raw; i++, printed++)
+		printf("METRIC mm_cid.work.us %.3f us\n", (double)dur[i] / 1e3);
+	if (runs) {
+		double med;
+
+		memcpy(sorted, dur, runs * sizeof(*sorted));
+		med = median_u64(sorted, runs); /* sorts them */
+		fprintf(stderr, "# %s: median %.3f us, max %.3f us, %.4f%% of "
+			"the run\n", fn, med / 1e3,
+			(double)sorted[runs - 1] / 1e3,
+			100.0 * total / ((double)(t1 - t0)));
+	}
+	/* Runs and big gaps, both in time order: a gap holds a run when
+	 * they overlap. */
+	for (i = 0; i < n; i++) {
+		uint64_t g0 = t0 + start[i], g1 = g0 + gap[i];
+
+		if (gap[i] < big_ns)
+			continue;
+		nbig++;
+		while (k < runs && te[k] + dur[k] <= g0)
+			k++;
+		if (k < runs && te[k] < g1)
+			inbig++;
+	}
+	if (nbig)
+		printf("METRIC mm_cid.big.work_pct %.1f %%\n",
+		       100.0 * (double)inbig / (double)nbig);
+	else
+		printf("SKIP mm_cid.big.work_pct no gaps >= %llu us\n",
+		       (unsigned long long)(big_ns / 1000));
+	free(te);
+	free(tr);
+	free(dur);
+	free(sorted);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -280,6 +527,7 @@ int main(int argc, char **argv)
 		{ "control-ms", required_argument, NULL, 'C' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "max-raw", required_argument, NULL, 'r' },
+		{ "probe", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -294,6 +542,10 @@ int main(int argc, char **argv)
 	int possible, online, cpu = -1, want_cpu = -1, opt, c;
 	cpu_set_t allowed, one;
 	double secs, big_rate;
+	const char *probe_fn = DEFAULT_PROBE;
+	struct probe entry = { -1, NULL, 0 }, ret = { -1, NULL, 0 };
+	char probe_why[512] = "";
+	bool probing = false;
 
 	if (argv[0] && argv[0][0]) {
 		const char *slash = strrchr(argv[0], '/');
@@ -303,7 +555,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":d:g:B:P:T:C:c:r:h", longopts,
+	while ((opt = getopt_long(argc, argv, ":d:g:B:P:T:C:c:r:p:h", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 'd':
@@ -332,6 +584,9 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			max_raw = parse_count("--max-raw", optarg, 0, 10000000);
+			break;
+		case 'p':
+			probe_fn = optarg;
 			break;
 		case 'h':
 			usage(stderr);
@@ -405,6 +660,21 @@ int main(int argc, char **argv)
 		(unsigned long long)tol_ms, (unsigned long long)control_ms,
 		(unsigned long long)cap);
 
+	if (!*probe_fn)
+		snprintf(probe_why, sizeof(probe_why), "--probe \"\" given");
+	else if (probe_open(&entry, probe_fn, false, probe_why,
+			    sizeof(probe_why))) {
+		if (probe_open(&ret, probe_fn, true, probe_why,
+			       sizeof(probe_why)))
+			probing = true;
+		else
+			close(entry.fd);
+	}
+	if (probing && (ioctl(entry.fd, PERF_EVENT_IOC_ENABLE, 0) ||
+			ioctl(ret.fd, PERF_EVENT_IOC_ENABLE, 0)))
+		die("enabling the probes on %s: %s", probe_fn, strerror(errno));
+	fprintf(stderr, "# probe: %s\n", probing ? probe_fn : probe_why);
+
 	min_ns = min_gap_us * 1000;
 	t0 = prev = now_ns();
 	t_end = t0 + duration_s * 1000000000u;
@@ -424,6 +694,10 @@ int main(int argc, char **argv)
 		prev = now;
 		if (now >= t_end)
 			break;
+	}
+	if (probing) {
+		ioctl(entry.fd, PERF_EVENT_IOC_DISABLE, 0);
+		ioctl(ret.fd, PERF_EVENT_IOC_DISABLE, 0);
 	}
 	secs = (double)(now - t0) / 1e9;
 	fprintf(stderr, "# %llu clock reads in %.3f s (%.1f ns per read), "
@@ -536,6 +810,12 @@ int main(int argc, char **argv)
 					(unsigned long long)hist[i]);
 		fputc('\n', stderr);
 	}
+
+	if (probing)
+		work_report(&entry, &ret, probe_fn, t0, now, start, gap, n,
+			    big_gap_us * 1000, max_raw);
+	else
+		work_skip(probe_why);
 
 	/* Raw big gaps for pooling. */
 	if (!nbig)

@@ -825,7 +825,7 @@ mod tests {
             ),
             (
                 &["--variant", "nope"],
-                "--variant nope: not in the matrix; known: base, mm-cid-work, seccomp-sync-wakeup",
+                "--variant nope: not in the matrix; known: base, mm-cid-work, mm-cid-work@1, seccomp-sync-wakeup",
             ),
             (&["--variant", "base~aa"], "--variant base~aa: not in the matrix"),
             (&["--test", "nope"], "--test nope: not in the matrix; known: seccomp_bpf"),

@@ -100,7 +100,25 @@ pub struct MetricSpec {
     /// under TCG, A/A runs: docs/measurements.md).
     #[serde(default)]
     pub quantile: Option<f64>,
+    /// Whether the boots could have seen an effect at all: judged only
+    /// when the median of another metric of the same cells (one value a
+    /// boot) is below a bound on both sides; else the comparison is
+    /// `cannot-compare`, "no power on this host", with that figure.
+    #[serde(default)]
+    pub power: Option<Power>,
 }
+
+/// `power = { metric = "...", below = X }` of a `[metric]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Power {
+    pub metric: String,
+    pub below: f64,
+    /// What a figure at or above `below` means, for the reason shown.
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
 fn default_min_effect() -> f64 {
     5.0
 }
@@ -1175,6 +1193,20 @@ impl Matrix {
                     format!("[metric.{name}] quantile = {q} must be in (0, 1) (0.5: the median)"),
                 ));
             }
+            if let Some(p) = &m.power {
+                if !p.below.is_finite() {
+                    return Err(at.err_at(
+                        keys!["metric", name, "power", "below"],
+                        format!("[metric.{name}] power.below = {} is not a finite number, expected the bound of the power figure", p.below),
+                    ));
+                }
+                if self.compared(&p.metric) {
+                    return Err(at.err_at(
+                        keys!["metric", name, "power", "metric"],
+                        format!("[metric.{name}] power.metric `{}` is itself compared; declare it `compare = false` (a figure about the host, not the kernel)", p.metric),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -1358,6 +1390,11 @@ impl Matrix {
             })
             .max()
             .unwrap_or(1)
+    }
+
+    /// The power figure this metric's comparisons need (`[metric] power`).
+    pub fn metric_power(&self, name: &str) -> Option<&Power> {
+        self.metric_decl(name).and_then(|m| m.power.as_ref())
     }
 
     /// Whether comparisons take this metric: not when its declaration says

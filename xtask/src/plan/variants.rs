@@ -132,7 +132,17 @@ pub fn pick_series(m: &Matrix, kernel: &str, wanted: Option<&str>) -> Result<Str
 /// `pick_series` over the series `names` of `kernel` (what the source
 /// flags will have made of them, when checked before any work).
 pub fn pick_series_in(kernel: &str, names: &[String], wanted: Option<&str>) -> Result<String> {
+    // A prefix (`NAME@K`) of another listed series is part of it: with no
+    // --series-name, the whole series is meant.
+    let whole: Vec<String> = names
+        .iter()
+        .filter(|n| {
+            crate::plan::matrix::split_prefix(n).is_none_or(|(s, _)| !names.iter().any(|m| m == s))
+        })
+        .cloned()
+        .collect();
     match wanted {
+        None if whole.len() == 1 => Ok(whole[0].clone()),
         Some(s) if names.iter().any(|n| n == s) => Ok(s.to_string()),
         Some(s) => bail!(
             "--series-name {s}: not a series of kernel {kernel}; it has: {}",
@@ -282,5 +292,24 @@ command = "true"
         let e = pick_kernel(&m, None).unwrap_err().to_string();
         assert!(e.contains("--kernel"), "{e}");
         assert!(pick_kernel(&m, Some("7.0")).is_err());
+    }
+
+    /// With no --series-name, a kernel's only whole series is meant: a
+    /// listed prefix of it (`NAME@K`) is part of it, not a rival.
+    #[test]
+    fn a_prefix_of_a_listed_series_is_not_another_series_to_choose() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let pick = |v: &[&str], w| pick_series_in("6.12", &names(v), w);
+        assert_eq!(
+            pick(&["mm-cid-work@1", "mm-cid-work"], None).unwrap(),
+            "mm-cid-work"
+        );
+        assert_eq!(pick(&["mm-cid-work@1"], None).unwrap(), "mm-cid-work@1");
+        assert_eq!(
+            pick(&["mm-cid-work@1", "mm-cid-work"], Some("mm-cid-work@1")).unwrap(),
+            "mm-cid-work@1"
+        );
+        let e = pick(&["a@1", "a", "b"], None).unwrap_err().to_string();
+        assert!(e.contains("several series (a@1, a, b)"), "{e}");
     }
 }

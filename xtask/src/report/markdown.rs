@@ -59,10 +59,36 @@ fn cpus(c: &CellResult) -> String {
 pub fn markdown(run: &Run, cis: &MedianCis) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# kmatrix run {}\n", run.started);
+    prefixes(&mut s, run);
     cells_table(&mut s, run);
     metrics_table(&mut s, run, cis);
     not_as_expected(&mut s, run);
     s
+}
+
+/// What a `NAME@K` variant is: the first K patches of series NAME.
+fn prefixes(s: &mut String, run: &Run) {
+    let mut seen: Vec<&str> = Vec::new();
+    for c in &run.cells {
+        if let Some((series, k)) = crate::plan::matrix::split_prefix(&c.variant) {
+            if !seen.contains(&c.variant.as_str()) {
+                seen.push(&c.variant);
+                let what = if k == 1 {
+                    "patch".to_string()
+                } else {
+                    format!("{k} patches")
+                };
+                let _ = writeln!(
+                    s,
+                    "`{}`: the first {what} of series `{series}` alone, compared with the base like a series.",
+                    c.variant
+                );
+            }
+        }
+    }
+    if !seen.is_empty() {
+        let _ = writeln!(s);
+    }
 }
 
 /// Cells x tests: outcome, expectation, accel, CPUs, each test, build,

@@ -353,7 +353,12 @@ fn make(
         q,
         stop,
     )?;
-    let (ci, p, verdict) = (j.ci, j.p, j.verdict);
+    let (ci, p, mut verdict, mut reason) = (j.ci, j.p, j.verdict, j.reason);
+    if let Some(why) = m.metric_power(&nm.name).and_then(|pw| no_power(pw, bc, nc)) {
+        if reason.is_none() {
+            (verdict, reason) = (Verdict::CannotCompare, Some(why));
+        }
+    }
     let test = p_test(&base_boots, &new_boots, pairing);
     let (boot_sd_pct, boots_needed) = too_noisy_noise(
         verdict,
@@ -394,8 +399,46 @@ fn make(
         boot_sd_pct,
         boots_needed,
         split: None,
-        reason: j.reason,
+        reason,
     })
+}
+
+/// Why the cells' boots could not have seen an effect: the power figure's
+/// median at or above its bound on either side ("no power on this
+/// host: ..."). None when both are below it, or a side did not measure
+/// the figure (nothing to go by: the comparison is judged as usual).
+fn no_power(pw: &crate::plan::matrix::Power, bc: &CellResult, nc: &CellResult) -> Option<String> {
+    let figure = |c: &CellResult| {
+        c.metrics
+            .iter()
+            .find(|x| x.name == pw.metric && x.skip.is_none() && !x.samples.is_empty())
+            .map(|x| location(&x.samples, 0.5))
+    };
+    let sides = if bc.id == nc.id {
+        vec![("", figure(bc)?)]
+    } else {
+        vec![
+            (" on the base", figure(bc)?),
+            (" on the new side", figure(nc)?),
+        ]
+    };
+    if sides.iter().all(|(_, v)| *v < pw.below) {
+        return None;
+    }
+    let seen: Vec<String> = sides
+        .iter()
+        .map(|(side, v)| format!("{v:.1}{side}"))
+        .collect();
+    Some(format!(
+        "no power on this host: {} median {} (judged below {}){}",
+        pw.metric,
+        seen.join(", "),
+        pw.below,
+        pw.why
+            .as_ref()
+            .map(|w| format!("; {w}"))
+            .unwrap_or_default()
+    ))
 }
 
 /// The host's state in each boot of cell `c` for a `[within.split]`: the
@@ -876,6 +919,104 @@ mod tests {
         );
         assert!(cs.iter().any(|c| c.kind == ComparisonKind::Within));
         assert!(cs.iter().any(|c| c.kind == ComparisonKind::Variants));
+    }
+
+    /// The mm_cid gap scan is judged only where its power figure says the
+    /// boots could have seen an effect; the work's own timing is judged
+    /// whatever the host; the guest's CPU counts are never compared.
+    #[test]
+    fn a_comparison_without_power_says_so_and_facts_are_never_compared() {
+        let m = Matrix::parse(
+            "m.toml",
+            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
+                .unwrap(),
+        )
+        .unwrap();
+        let metric = |name: &str, unit: &str, samples: Vec<f64>, boot_sizes: Vec<usize>| Metric {
+            name: name.into(),
+            unit: unit.into(),
+            samples,
+            skip: None,
+            target_ci_pct: None,
+            boot_sizes,
+        };
+        // Three boots; the work's runs 20 a boot.
+        let cell = |id: &str, config_cpus: f64, chance: [f64; 3], work_us: f64| {
+            // Boots a little apart, as real ones are.
+            let work: Vec<f64> = (0..60)
+                .map(|i| work_us * (1.0 + 0.02 * (i / 20) as f64) + (i % 7) as f64)
+                .collect();
+            CellResult {
+                metrics: vec![
+                    metric(
+                        "mm_cid.cpus.possible",
+                        "cpus",
+                        vec![config_cpus; 3],
+                        vec![1, 1, 1],
+                    ),
+                    metric(
+                        "mm_cid.gap.p99",
+                        "us",
+                        vec![250.0, 262.0, 240.0],
+                        vec![1, 1, 1],
+                    ),
+                    metric(
+                        "mm_cid.periodic.chance_pct",
+                        "%",
+                        chance.to_vec(),
+                        vec![1, 1, 1],
+                    ),
+                    metric("mm_cid.work.us", "us", work, vec![20, 20, 20]),
+                ],
+                ..CellResult::blank(id, crate::schema::Outcome::Pass)
+            }
+        };
+        let run = |chance_new: [f64; 3]| Run {
+            schema: crate::schema::SCHEMA_VERSION,
+            started: String::new(),
+            host: Default::default(),
+            matrix: "matrix.toml".into(),
+            cells: vec![
+                cell("6.12/base/x86_64/tiny", 2.0, [30.0, 35.0, 40.0], 10.0),
+                cell("6.12/base/x86_64/wide", 255.0, [30.0, 35.0, 40.0], 100.0),
+                cell("6.12/mm-cid-work@1/x86_64/wide", 255.0, chance_new, 40.0),
+            ],
+            comparisons: vec![],
+        };
+        let find = |cs: &[Comparison], new_cell: &str, metric: &str| {
+            cs.iter()
+                .find(|c| {
+                    c.new_cell == new_cell && c.new_metric == metric && c.base_cell != c.new_cell
+                })
+                .cloned()
+        };
+        let noisy = compare(&run([80.0, 95.0, 97.0]), &m);
+        let gap = find(&noisy, "6.12/mm-cid-work@1/x86_64/wide", "mm_cid.gap.p99").unwrap();
+        assert_eq!(gap.verdict, Verdict::CannotCompare);
+        assert_eq!(
+            gap.reason.as_deref(),
+            Some("no power on this host: mm_cid.periodic.chance_pct median 35.0 on the base, 95.0 on the new side (judged below 90); the host's own big gaps hide a 10 Hz train")
+        );
+        // The figures stay: only the verdict is withheld.
+        assert!(gap.pct_change.is_finite());
+        let work = find(&noisy, "6.12/mm-cid-work@1/x86_64/wide", "mm_cid.work.us").unwrap();
+        assert_eq!(work.verdict, Verdict::Improved, "{work:?}");
+        // Tiny vs wide on the base: the premise, judged on the work.
+        let wide = find(&noisy, "6.12/base/x86_64/wide", "mm_cid.work.us").unwrap();
+        assert_eq!(wide.base_cell, "6.12/base/x86_64/tiny");
+        assert_eq!(wide.verdict, Verdict::Regressed, "{wide:?}");
+        for c in &noisy {
+            assert!(
+                !c.new_metric.starts_with("mm_cid.cpus.")
+                    && c.new_metric != "mm_cid.periodic.chance_pct",
+                "{c:?}"
+            );
+        }
+        // With power on both sides the gap figure gets a verdict.
+        let quiet = compare(&run([20.0, 25.0, 30.0]), &m);
+        let gap = find(&quiet, "6.12/mm-cid-work@1/x86_64/wide", "mm_cid.gap.p99").unwrap();
+        assert_ne!(gap.verdict, Verdict::CannotCompare, "{gap:?}");
+        assert_eq!(gap.reason, None);
     }
 
     #[test]
