@@ -495,6 +495,39 @@ mod tests {
         );
     }
 
+    /// A real guest run with the kprobes (6.12.117 base, arm64 TCG, 255
+    /// possible CPUs, 2 online): every run of task_mm_cid_work is a sample,
+    /// as many as the program counted, with the median and maximum its
+    /// own stderr line gives ("97 runs", "median 149.120 us, max 810.112
+    /// us"); rate, share of the run and big gaps holding a run, one each.
+    #[test]
+    fn mm_cid_gaps_guest_run_times_every_run_of_the_work() {
+        let i = Bench.interpret(
+            "mm_cid",
+            &fixture("mm_cid_gaps-guest-6.12-base-wide-kprobes.results"),
+            &Decl,
+        );
+        assert!(i.errors.is_empty(), "{:?}", i.errors);
+        let work = metric(&i, "mm_cid.work.us");
+        assert_eq!(work.unit, "us");
+        assert_eq!(work.samples.len(), 97);
+        let mut sorted = work.samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(sorted[48], 149.12);
+        assert_eq!(sorted[96], 810.112);
+        let one = |n| metric(&i, n).samples[0];
+        assert_eq!(one("mm_cid.work.rate"), 9.7);
+        assert_eq!(metric(&i, "mm_cid.work.rate").unit, "1/s");
+        assert_eq!(one("mm_cid.work.busy_pct"), 0.1799);
+        assert_eq!(one("mm_cid.big.work_pct"), 51.3);
+        assert_eq!(one("mm_cid.cpus.possible"), 255.0);
+        // This boot could see the 10 Hz train: 51 more partners at 100 ms
+        // than at the control lag, at a chance of 67.8%.
+        assert_eq!(one("mm_cid.periodic.excess"), 51.0);
+        assert_eq!(one("mm_cid.periodic.chance_pct"), 67.8);
+        assert!(i.cases.iter().all(|c| c.outcome == Outcome::Pass));
+    }
+
     #[test]
     fn mm_cid_gaps_metrics() {
         let i = Bench.interpret("mm_cid", &fixture("mm_cid_gaps-host.results"), &Decl);
