@@ -227,6 +227,8 @@ fn conclude(
     crate::host::cache::write_atomic(&run_dir.join("summary.md"), summary.as_bytes())?;
     super::reports::write_run_reports(&env.root, run, m, run_dir);
     println!("{summary}");
+    // The answer again, last, where the terminal leaves the eye.
+    print!("{}", crate::report::answer::markdown(run));
     println!("results: {}", results_path.display());
     if crate::host::signals::interrupted() {
         eprintln!(

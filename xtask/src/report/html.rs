@@ -481,6 +481,7 @@ fn group_of(c: &CellResult) -> String {
 /// when the caller is interrupted).
 pub fn html(run: &Run, cis: &MedianCis) -> String {
     let mut s = head(run);
+    answer(&mut s, run);
     cells_table(&mut s, run);
     if !run.comparisons.is_empty() {
         comparisons_table(&mut s, &run.comparisons);
@@ -514,6 +515,22 @@ fn head(run: &Run) -> String {
         esc(&run.matrix)
     );
     s
+}
+
+/// What each series did, before any table (`report::answer`).
+fn answer(s: &mut String, run: &Run) {
+    *s += "<h2>The answer</h2>";
+    let said = super::answer::answer(run);
+    if said.is_empty() {
+        let _ = write!(s, "<p>{}</p>", esc(super::answer::NO_SERIES));
+    }
+    for g in said {
+        let _ = write!(s, "<p><b>{}</b></p><ul>", esc(&g.title));
+        for i in g.items {
+            let _ = write!(s, "<li>{}</li>", esc(&i));
+        }
+        *s += "</ul>";
+    }
 }
 
 /// Cells x tests: outcome, expectation, accel, each test, build and boot.

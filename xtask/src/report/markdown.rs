@@ -59,6 +59,7 @@ fn cpus(c: &CellResult) -> String {
 pub fn markdown(run: &Run, cis: &MedianCis) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# kmatrix run {}\n", run.started);
+    s += &super::answer::markdown(run);
     prefixes(&mut s, run);
     cells_table(&mut s, run);
     metrics_table(&mut s, run, cis);

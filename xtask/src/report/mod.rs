@@ -4,6 +4,7 @@
 //! in results.json already); nothing here computes a statistic or merges
 //! data.
 pub mod aa;
+pub mod answer;
 pub mod compare;
 pub mod gha;
 pub mod html;

@@ -1,0 +1,267 @@
+//! The answer first: what each series did against its base, in one short
+//! block. Per series: cells whose outcome is not a test result (a crash, a
+//! build error), cases newly failing or newly passing, and every
+//! significant change with its CI, base against series, plus the pairs
+//! only the series can measure (sync vs default where the base has no
+//! sync mode). summary.md, the terminal's last lines and the HTML report
+//! open with it; the tables follow. Rendering only.
+
+use std::collections::BTreeMap;
+
+use super::{ci_pct, pct, verdict_words};
+use crate::schema::{CellResult, Comparison, ComparisonKind, Outcome, Run, Verdict};
+
+/// One series of one kernel, and what it did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Said {
+    /// "6.1/seccomp-sync-wakeup against 6.1/base".
+    pub title: String,
+    /// "x86_64/tiny: newly passing: seccomp_bpf global.user_notification_sync".
+    pub items: Vec<String>,
+}
+
+/// Said when a series did nothing the run can see.
+pub const NOTHING: &str = "no new failure, no crash, no significant change";
+
+/// Said when the run has no series at all.
+pub const NO_SERIES: &str = "No series in this run: nothing was compared with a base.";
+
+/// The answer, series by series in the order of the run's cells.
+pub fn answer(run: &Run) -> Vec<Said> {
+    let mut groups: Vec<(&str, &str)> = Vec::new();
+    for c in run.cells.iter().filter(|c| c.variant != "base") {
+        if !groups.contains(&(c.kernel.as_str(), c.variant.as_str())) {
+            groups.push((&c.kernel, &c.variant));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(kernel, variant)| {
+            let mut items = Vec::new();
+            for nc in run
+                .cells
+                .iter()
+                .filter(|c| c.kernel == kernel && c.variant == variant)
+            {
+                let base = run.cells.iter().find(|c| {
+                    c.kernel == nc.kernel
+                        && c.variant == "base"
+                        && c.arch == nc.arch
+                        && c.config == nc.config
+                });
+                items.extend(cell_items(run, nc, base));
+            }
+            if items.is_empty() {
+                items.push(NOTHING.to_string());
+            }
+            Said {
+                title: format!("{kernel}/{variant} against {kernel}/base"),
+                items,
+            }
+        })
+        .collect()
+}
+
+fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<String> {
+    let at = format!("{}/{}", nc.arch, nc.config);
+    let mut out = Vec::new();
+    if !is_test_result(nc.outcome) {
+        let base_too = base.is_some_and(|b| b.outcome == nc.outcome);
+        out.push(format!(
+            "{at}: {}{}, {}",
+            nc.outcome,
+            if base_too { " (the base too)" } else { "" },
+            if nc.as_expected {
+                "as the matrix expects"
+            } else {
+                "NOT as the matrix expects"
+            }
+        ));
+    }
+    let Some(bc) = base else {
+        out.push(format!("{at}: no base cell in this run to compare with"));
+        return out;
+    };
+    let (was, now) = (cases(bc), cases(nc));
+    let moved = |from: Outcome, to: Outcome| -> Vec<String> {
+        now.iter()
+            .filter(|(k, &o)| o == to && was.get(*k) == Some(&from))
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let failing = moved(Outcome::Pass, Outcome::Fail);
+    if !failing.is_empty() {
+        out.push(format!("{at}: newly failing: {}", failing.join(", ")));
+    }
+    let passing = moved(Outcome::Fail, Outcome::Pass);
+    if !passing.is_empty() {
+        out.push(format!("{at}: newly passing: {}", passing.join(", ")));
+    }
+    for c in run.comparisons.iter().filter(|c| significant(c)) {
+        let against_base = c.kind == ComparisonKind::Variants && c.base_cell == bc.id;
+        let series_only = c.kind == ComparisonKind::Within
+            && !run.comparisons.iter().any(|b| {
+                b.kind == ComparisonKind::Within
+                    && b.new_cell == bc.id
+                    && b.base_metric == c.base_metric
+                    && b.new_metric == c.new_metric
+            });
+        if c.new_cell != nc.id || !(against_base || series_only) {
+            continue;
+        }
+        let what = if against_base {
+            c.new_metric.clone()
+        } else {
+            format!(
+                "{} vs {}{} (a pair the base does not measure)",
+                c.new_metric,
+                c.base_metric,
+                c.split_note()
+            )
+        };
+        out.push(format!(
+            "{at}: {what}: {} {} {}",
+            pct(c.pct_change, 1),
+            ci_pct(c.ci95_lo, c.ci95_hi),
+            verdict_words(c)
+        ));
+    }
+    out
+}
+
+/// Passed, failed or was skipped: the cell ran its tests. Anything else
+/// (a crash, a timeout, a build or apply error) is news of its own.
+fn is_test_result(o: Outcome) -> bool {
+    matches!(
+        o,
+        Outcome::Pass | Outcome::Fail | Outcome::Skip | Outcome::Flaky
+    )
+}
+
+fn significant(c: &Comparison) -> bool {
+    matches!(c.verdict, Verdict::Improved | Verdict::Regressed)
+}
+
+/// Every case of a cell ("test case"), and every test without cases
+/// ("test"), with its outcome.
+fn cases(c: &CellResult) -> BTreeMap<String, Outcome> {
+    let mut out = BTreeMap::new();
+    for t in &c.tests {
+        if t.cases.is_empty() {
+            out.insert(t.name.clone(), t.outcome);
+        }
+        for cs in &t.cases {
+            out.insert(format!("{} {}", t.name, cs.name), cs.outcome);
+        }
+    }
+    out
+}
+
+/// The answer as summary.md and the terminal show it.
+pub fn markdown(run: &Run) -> String {
+    let said = answer(run);
+    let mut s = String::from("## The answer\n\n");
+    if said.is_empty() {
+        s += NO_SERIES;
+        s += "\n\n";
+        return s;
+    }
+    for g in said {
+        s += &format!("**{}**\n\n", g.title);
+        for i in g.items {
+            s += &format!("- {i}\n");
+        }
+        s += "\n";
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn default_run() -> Run {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/results-default-matrix.json"
+        ))
+        .unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The real 6.1 run: the series' new case passes on both arches (it
+    /// fails on the base), and sync vs default improved in the series'
+    /// cells, where the base has no sync mode to compare; the base-vs-series
+    /// comparisons were all too noisy, so none is listed.
+    #[test]
+    fn the_answer_names_new_passes_and_the_series_own_claim() {
+        let said = answer(&default_run());
+        assert_eq!(said.len(), 1);
+        assert_eq!(said[0].title, "6.1/seccomp-sync-wakeup against 6.1/base");
+        let items = &said[0].items;
+        for arch in ["x86_64", "arm64"] {
+            assert!(
+                items.contains(&format!(
+                    "{arch}/tiny: newly passing: seccomp_bpf global.user_notification_sync"
+                )),
+                "{items:?}"
+            );
+        }
+        let claims: Vec<&String> = items
+            .iter()
+            .filter(|i| i.contains("seccomp_notify.sync.unpinned vs seccomp_notify.default.unpinned"))
+            .collect();
+        assert_eq!(claims.len(), 2, "{items:?}");
+        assert!(claims[0].starts_with("x86_64/tiny: ") && claims[0].ends_with(" improved"));
+        assert!(claims[0].contains("-46.0% ["), "{}", claims[0]);
+        assert_eq!(items.len(), 4, "{items:?}");
+    }
+
+    /// A crash is said first with whether the matrix expected it; a case
+    /// the base passed and the series fails is newly failing; a series
+    /// that changed nothing says so in one line; a run without series
+    /// says that.
+    #[test]
+    fn crashes_new_failures_and_silence_are_each_said() {
+        let mut run = default_run();
+        let x86 = run
+            .cells
+            .iter_mut()
+            .find(|c| c.id == "6.1/seccomp-sync-wakeup/x86_64/tiny")
+            .unwrap();
+        x86.outcome = Outcome::Crash;
+        x86.as_expected = false;
+        let arm = run
+            .cells
+            .iter_mut()
+            .find(|c| c.id == "6.1/seccomp-sync-wakeup/arm64/tiny")
+            .unwrap();
+        let t = arm.tests.iter_mut().find(|t| t.name == "seccomp_bpf").unwrap();
+        let first = t
+            .cases
+            .iter_mut()
+            .find(|c| c.outcome == Outcome::Pass)
+            .unwrap();
+        first.outcome = Outcome::Fail;
+        let name = format!("seccomp_bpf {}", first.name);
+        let items = &answer(&run)[0].items;
+        assert_eq!(items[0], "x86_64/tiny: crash, NOT as the matrix expects");
+        assert!(
+            items.contains(&format!("arm64/tiny: newly failing: {name}")),
+            "{items:?}"
+        );
+
+        // No test moved and no change was significant: one line.
+        let mut quiet = default_run();
+        quiet.comparisons.retain(|c| !significant(c));
+        for c in quiet.cells.iter_mut().filter(|c| c.variant != "base") {
+            c.tests = quiet.cells[0].tests.clone();
+        }
+        let said = answer(&quiet);
+        assert_eq!(said[0].items, [NOTHING]);
+
+        let mut bare = default_run();
+        bare.cells.retain(|c| c.variant == "base");
+        assert!(markdown(&bare).contains(NO_SERIES));
+    }
+}
