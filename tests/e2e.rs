@@ -158,7 +158,26 @@ fn x86_64_with_series_passes_every_seccomp_case() {
         .collect();
     println!("wake gap by boot: {g:?} %; sync vs default: {claims:?}");
     assert!(!claims.is_empty() && claims.len() <= 2, "{claims:?}");
-    for c in &claims {
+    // A boot whose speed checks set aside every sample of a metric has no
+    // samples of it: the pair's boots no longer line up with the host
+    // states, and the pair is judged once, unsplit (on a noisy hour here
+    // 96-98% of the samples were set aside and one boot kept none). Then
+    // only a regression would be wrong.
+    let boots_of = |name: &str| {
+        metrics
+            .iter()
+            .find(|x| x["name"] == name)
+            .and_then(|x| x["boot_sizes"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    if boots_of("seccomp_notify.sync.unpinned") < g.len()
+        || boots_of("seccomp_notify.default.unpinned") < g.len()
+    {
+        assert_eq!(claims.len(), 1, "{claims:?}");
+        assert!(claims[0]["split"].is_null(), "{}", claims[0]);
+        assert_ne!(claims[0]["verdict"], "regressed", "{}", claims[0]);
+    }
+    for c in claims.iter().filter(|c| !c["split"].is_null()) {
         let split = &c["split"];
         assert_eq!(split["metric"], "seccomp_notify.host.wake_gap_pct", "{c}");
         let at = split["at"].as_f64().unwrap();
@@ -171,7 +190,10 @@ fn x86_64_with_series_passes_every_seccomp_case() {
             g.len() - here,
             "{c}"
         );
-        if above {
+        // "improved" needs samples to judge by: a side with fewer than 10
+        // (the speed checks kept that few) may be too noisy instead.
+        let judged = c["n_base"].as_u64().unwrap() >= 10 && c["n_new"].as_u64().unwrap() >= 10;
+        if above && judged {
             assert_eq!(c["verdict"], "improved", "wake gap {g:?}: {c}");
         } else {
             assert_ne!(c["verdict"], "regressed", "wake gap {g:?}: {c}");
