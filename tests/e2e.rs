@@ -149,7 +149,9 @@ fn x86_64_with_series_passes_every_seccomp_case() {
         .iter()
         .map(|x| x.as_f64().unwrap())
         .collect();
-    assert_eq!(g.len(), 3, "one per boot: {pct}");
+    // One per boot that measured both modes' cross-CPU samples: a boot
+    // whose speed checks set all of one aside has none.
+    assert!(!g.is_empty() && g.len() <= 3, "at most one per boot: {pct}");
     let claims: Vec<&serde_json::Value> = run["comparisons"]
         .as_array()
         .unwrap()
