@@ -443,7 +443,8 @@ static void work_report(struct probe *entry, struct probe *ret,
 			const uint64_t *start, const uint32_t *gap, uint64_t n,
 			uint64_t big_ns, uint64_t max_raw)
 {
-	uint64_t cap = PROBE_PAGES * 4096 / 24 + 1, lost = 0, ne, nr, i, j = 0;
+	/* As many samples (24 bytes each) as a ring of these pages holds. */
+	uint64_t cap = entry->len / 24 + 1, lost = 0, ne, nr, i, j = 0;
 	uint64_t *te = calloc(cap, sizeof(*te)), *tr = calloc(cap, sizeof(*tr));
 	uint64_t *dur, *sorted, runs = 0, unpaired = 0, printed = 0;
 	uint64_t nbig = 0, inbig = 0, k = 0;

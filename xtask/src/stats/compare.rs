@@ -700,6 +700,12 @@ pub fn compare_runs_until(
 mod tests {
     use super::*;
 
+    /// The repository's matrix.toml.
+    fn default_matrix() -> Matrix {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml");
+        Matrix::parse("m.toml", &std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
     #[test]
     fn clear_speedup_is_an_improvement_for_lower_is_better() {
         let base = [180.0, 176.0, 185.0, 179.0, 182.0, 178.0, 181.0];
@@ -860,12 +866,7 @@ mod tests {
     /// while the latencies beside it are.
     #[test]
     fn metrics_declared_not_compared_are_left_out() {
-        let m = Matrix::parse(
-            "m.toml",
-            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
-                .unwrap(),
-        )
-        .unwrap();
+        let m = default_matrix();
         let metric = |name: &str, samples: &[f64]| Metric {
             name: name.into(),
             unit: "us/op".into(),
@@ -926,12 +927,7 @@ mod tests {
     /// whatever the host; the guest's CPU counts are never compared.
     #[test]
     fn a_comparison_without_power_says_so_and_facts_are_never_compared() {
-        let m = Matrix::parse(
-            "m.toml",
-            &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml"))
-                .unwrap(),
-        )
-        .unwrap();
+        let m = default_matrix();
         let metric = |name: &str, unit: &str, samples: Vec<f64>, boot_sizes: Vec<usize>| Metric {
             name: name.into(),
             unit: unit.into(),
