@@ -36,6 +36,8 @@ pub struct Sources {
     pub range: Option<String>,
     pub rev: Option<String>,
     pub series_dir: Option<PathBuf>,
+    /// Where --lore fetched the --series mbox from.
+    pub lore: Option<crate::host::lore::Origin>,
     pub series_name: Option<String>,
     pub patches: Option<usize>,
 }
@@ -80,7 +82,14 @@ pub fn apply_sources(
         if let Some(dir) = &s.series_dir {
             let dir = existing(dir, "--series")?;
             crate::plan::series::files("--series", &dir)?;
-            variants::use_series(m, &k, &variants::name_of(&dir), &dir)?;
+            let name = variants::name_of(&dir);
+            variants::use_series(m, &k, &name, &dir)?;
+            if let (Some(o), Some(spec)) = (&s.lore, m.series.get_mut(&name)) {
+                spec.origin = Some(crate::host::lore::Origin {
+                    series: name.clone(),
+                    ..o.clone()
+                });
+            }
         }
         if let Some(n) = s.patches {
             let name = variants::pick_series(m, &k, s.series_name.as_deref())?;

@@ -151,15 +151,52 @@ pub struct Base {
 
 pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str)) -> Result<Base> {
     match spec {
-        SourceSpec::Debian(pkg) => {
-            let version = pkg.trim_start_matches("linux-source-");
-            let tarball = PathBuf::from(format!("/usr/src/linux-source-{version}.tar.xz"));
-            if !tarball.exists() {
-                crate::host::setup::ensure(std::slice::from_ref(pkg))?;
-            }
+        SourceSpec::Debian {
+            package,
+            version,
+            suite,
+        } => {
+            let tarball_in = |root: &Path| {
+                root.join(format!(
+                    "usr/src/linux-source-{}.tar.xz",
+                    package.trim_start_matches("linux-source-")
+                ))
+            };
+            let host = tarball_in(Path::new("/"));
+            let installed = crate::host::debian::installed_version(package);
+            let tarball = match version {
+                Some(v) if installed.as_deref() == Some(v.as_str()) && host.exists() => host,
+                Some(v) => {
+                    let root = crate::host::debian::fetch(package, v, suite, cache, log)?;
+                    let t = tarball_in(&root);
+                    if !t.exists() {
+                        bail!("{package} {v} holds no {}", t.display());
+                    }
+                    t
+                }
+                None => {
+                    if !host.exists() {
+                        crate::host::setup::ensure(std::slice::from_ref(package), false)?;
+                    }
+                    note_unpinned(package, cache, log);
+                    host
+                }
+            };
             import_tarball(&tarball, cache, log)
         }
         SourceSpec::Tarball(path) => import_tarball(Path::new(path), cache, log),
+        SourceSpec::Download {
+            url,
+            sha256,
+            release,
+        } => {
+            let sum = match sha256 {
+                Some(s) => s.clone(),
+                None => release_sum(url, release.as_deref().unwrap_or(url), log)?,
+            };
+            let tarball = crate::host::download::fetch(url, &sum, cache, log)?;
+            import_tarball(&tarball, cache, log)
+        }
         SourceSpec::Git { path, rev } => {
             let commit = run_ok(
                 {
@@ -192,6 +229,45 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
             Ok(Base { repo, commit })
         }
     }
+}
+
+/// The SHA-256 kernel.org lists for a release tarball, from the
+/// `sha256sums.asc` beside it (its signature is not checked: pin `sha256`
+/// in matrix.toml to check against a sum you trust).
+fn release_sum(url: &str, release: &str, log: &mut dyn FnMut(&str)) -> Result<String> {
+    let (dir, name) = url.rsplit_once('/').context("a release URL has a directory")?;
+    let list_url = format!("{dir}/sha256sums.asc");
+    let list = crate::host::download::text(&list_url)
+        .with_context(|| format!("release {release}: its checksum list"))?;
+    let sum = crate::host::download::sum_for(&list, name)
+        .with_context(|| format!("release {release}: {list_url} lists no {name}"))?;
+    log(&format!(
+        "release {release}: SHA-256 {sum} from {list_url} (pin it as sha256 in matrix.toml)"
+    ));
+    Ok(sum)
+}
+
+/// An unpinned Debian source is whatever the host installed: say which
+/// version, and warn when it is not the one the last run on this host used.
+fn note_unpinned(package: &str, cache: &Cache, log: &mut dyn FnMut(&str)) {
+    let Some(now) = crate::host::debian::installed_version(package) else {
+        return;
+    };
+    let memo = cache.dir(&["src", "debian-last", package]);
+    let last = std::fs::read_to_string(&memo).ok();
+    match last.as_deref().map(str::trim) {
+        Some(before) if before != now => log(&format!(
+            "warning: {package} is {now} on this host, {before} at the last run: a different              kernel (pin it with version = \"{before}\" in the source)"
+        )),
+        Some(_) => {}
+        None => log(&format!(
+            "{package} {now}, as installed on this host (version = \"{now}\" pins it)"
+        )),
+    }
+    if let Some(dir) = memo.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = crate::host::cache::write_atomic(&memo, now.as_bytes());
 }
 
 fn import_tarball(tarball: &Path, cache: &Cache, log: &mut dyn FnMut(&str)) -> Result<Base> {

@@ -47,11 +47,12 @@ impl CheckoutCmd {
 
     pub fn run(mut self, env: &Env) -> Result<u8> {
         self.source.resolve(env);
+        self.source.fetch_lore()?;
         let m = self.matrix.load_checked(env)?;
         self.validate(&m, env)?;
         let host = HostOpts {
             no_setup: self.no_setup,
-            no_wait: false,
+            ..Default::default()
         };
         let cache = host.prepare(&m)?;
         crate::bisect::checkout(

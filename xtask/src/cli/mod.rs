@@ -164,6 +164,11 @@ pub struct HostOpts {
     /// Refuse instead of waiting when another run holds the cache lock.
     #[arg(long)]
     pub no_wait: bool,
+    /// Let the set-up remove a host package that conflicts with one it
+    /// installs (named first); without it such an install is refused.
+    #[arg(long)]
+    #[serde(default)]
+    pub yes: bool,
 }
 
 impl HostOpts {
@@ -171,7 +176,7 @@ impl HostOpts {
     /// cache (waiting for its lock unless --no-wait).
     pub fn prepare(&self, m: &Matrix) -> Result<crate::host::cache::Cache> {
         if !self.no_setup {
-            crate::host::setup::ensure(&crate::plan::debian_packages(m))?;
+            crate::host::setup::ensure(&crate::plan::debian_packages(m), self.yes)?;
         }
         crate::host::cache::Cache::open(crate::host::cache::default_root(), !self.no_wait)
     }
@@ -253,10 +258,20 @@ pub struct SourceArgs {
     #[arg(long, requires = "tree", conflicts_with = "range")]
     pub rev: Option<String>,
     /// A directory of patch files (`git format-patch` output; applied in
-    /// the order of its `series` file, else by name). Replaces the
-    /// kernel's series.
-    #[arg(long = "series", value_name = "DIR", conflicts_with = "range")]
+    /// the order of its `series` file, else by name), or one mbox (what
+    /// `b4 am` writes: patches by their `[PATCH M/N]`, the cover letter
+    /// and replies left out). Replaces the kernel's series.
+    #[arg(long = "series", value_name = "DIR|MBOX", conflicts_with = "range")]
     pub series_dir: Option<PathBuf>,
+    /// A series from the mailing list by the message id of any of its
+    /// messages: `b4 am` fetches it (from KMATRIX_LORE, default
+    /// https://lore.kernel.org/all) and it is used as --series.
+    #[arg(long, value_name = "MSGID", conflicts_with_all = ["range", "series_dir"])]
+    pub lore: Option<String>,
+    /// What --lore fetched (set by `fetch_lore`).
+    #[arg(skip)]
+    #[serde(skip)]
+    pub origin: Option<crate::host::lore::Origin>,
     /// Which of the kernel's series, when it has several.
     #[arg(long, value_name = "NAME")]
     pub series_name: Option<String>,
@@ -286,10 +301,23 @@ impl SourceArgs {
         if let Some(r) = &self.rev {
             s += &format!(" --rev {r}");
         }
-        if let Some(d) = &self.series_dir {
-            s += &format!(" --series {}", d.display());
+        match (&self.lore, &self.series_dir) {
+            (Some(id), _) => s += &format!(" --lore '{id}'"),
+            (None, Some(d)) => s += &format!(" --series {}", d.display()),
+            _ => {}
         }
         s
+    }
+
+    /// With --lore: fetches the series with b4 and points --series at the
+    /// mbox it wrote (kept in the cache by message id).
+    pub fn fetch_lore(&mut self) -> Result<()> {
+        if let Some(id) = &self.lore {
+            let got = crate::host::lore::am(id, &mut |l| eprintln!("{l}"))?;
+            self.series_dir = Some(got.mbox);
+            self.origin = Some(got.origin);
+        }
+        Ok(())
     }
 
     /// The source options as the bisect layer takes them.
@@ -299,6 +327,7 @@ impl SourceArgs {
             range: self.range.clone(),
             rev: self.rev.clone(),
             series_dir: self.series_dir.clone(),
+            lore: self.origin.clone(),
             series_name: self.series_name.clone(),
             patches: self.patches,
         }
@@ -414,16 +443,10 @@ impl SourceArgs {
         if let Some(dir) = &self.series_dir {
             let d = std::fs::canonicalize(dir).map_err(|e| {
                 anyhow::anyhow!(
-                    "--series {}: {e}, expected a directory of patch files",
+                    "--series {}: {e}, expected a directory of patch files or an mbox",
                     dir.display()
                 )
             })?;
-            if !d.is_dir() {
-                bail!(
-                    "--series {}: not a directory, expected a directory of patch files",
-                    dir.display()
-                );
-            }
             let n = crate::plan::series::files("--series", &d)?.len();
             let name = variants::name_of(&d);
             if name == "base" {

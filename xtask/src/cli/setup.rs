@@ -8,12 +8,17 @@ use clap::Args;
 use super::Env;
 
 #[derive(Args, Debug)]
-pub struct SetupCmd {}
+pub struct SetupCmd {
+    /// Let apt remove a package that conflicts with one the harness needs
+    /// (named first); without it such an install is refused.
+    #[arg(long)]
+    yes: bool,
+}
 
 impl SetupCmd {
     pub fn run(self, _env: &Env) -> Result<u8> {
-        crate::host::setup::ensure(&[])?;
-        crate::host::tools::ensure()?;
+        crate::host::setup::ensure(&[], self.yes)?;
+        crate::host::tools::ensure(self.yes)?;
         Ok(0)
     }
 }

@@ -34,6 +34,7 @@ impl SweepCmd {
         let mut a = self.args;
         a.resolve(env);
         a.matrix.resolve(env);
+        a.source.fetch_lore()?;
         if let Some(dir) = a.resume.clone() {
             let path = dir.join("sweep.json");
             if path.exists() {

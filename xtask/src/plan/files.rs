@@ -75,7 +75,7 @@ pub fn check(m: &Matrix, path: &str, text: &str, root: &Path) -> Result<()> {
                     ));
                 }
             }
-            SourceSpec::Debian(_) => {}
+            SourceSpec::Debian { .. } | SourceSpec::Download { .. } => {}
         }
     }
     for (name, s) in m.series.iter().filter(|(_, s)| s.take.is_none()) {
@@ -199,17 +199,17 @@ mod tests {
                 "a guest program source rootfs/guest/mm_cid_gap.c",
             ),
             (
-                "source = { debian = \"linux-source-6.12\" }",
+                "source = { debian = \"linux-source-6.12\", version = \"6.12.117-1~deb12u1\" }",
                 "source = { tarball = \"/nonexistent/linux.tar.xz\" }",
                 "a kernel tarball /nonexistent/linux.tar.xz does not exist",
             ),
             (
-                "source = { debian = \"linux-source-6.12\" }",
+                "source = { debian = \"linux-source-6.12\", version = \"6.12.117-1~deb12u1\" }",
                 "source = { git = { path = \"/nonexistent/linux\", rev = \"v6.12\" } }",
                 "a git tree /nonexistent/linux does not exist",
             ),
             (
-                "source = { debian = \"linux-source-6.12\" }",
+                "source = { debian = \"linux-source-6.12\", version = \"6.12.117-1~deb12u1\" }",
                 "source = { git = { path = \"kernels\", rev = \"v6.12\" } }",
                 "is not a git tree",
             ),
@@ -226,7 +226,7 @@ mod tests {
             (
                 "series = [\"mm-cid-work@1\",",
                 "series = [\"mm-cid-work@3\",",
-                "matrix.toml:54:11: `mm-cid-work@3` asks for the first 3 patches of series mm-cid-work, which has 2: expected mm-cid-work@1..=2",
+                "matrix.toml:57:11: `mm-cid-work@3` asks for the first 3 patches of series mm-cid-work, which has 2: expected mm-cid-work@1..=2",
             ),
         ];
         for (from, to, says) in cases {
@@ -242,7 +242,7 @@ mod tests {
         }
         // A tree with a .git directory is a git tree.
         let ok = text.replacen(
-            "source = { debian = \"linux-source-6.12\" }",
+            "source = { debian = \"linux-source-6.12\", version = \"6.12.117-1~deb12u1\" }",
             "source = { git = { path = \".\", rev = \"HEAD\" } }",
             1,
         );

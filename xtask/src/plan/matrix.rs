@@ -222,14 +222,145 @@ pub struct Kernel {
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq, Hash)]
-#[serde(deny_unknown_fields, rename_all = "lowercase")]
+#[serde(try_from = "RawSource")]
 pub enum SourceSpec {
     /// A Debian `linux-source-X.Y` package: /usr/src/linux-source-X.Y.tar.xz.
-    Debian(String),
+    /// With a version, exactly that package, downloaded into the cache
+    /// from `suite` (and its -updates and -security) unless the host has it
+    /// installed: the same kernel on every host.
+    Debian {
+        package: String,
+        version: Option<String>,
+        suite: String,
+    },
     /// A local tarball (any compression tar understands).
     Tarball(String),
     /// A local git tree and a revision in it.
     Git { path: String, rev: String },
+    /// A tarball downloaded once into the cache and checked against its
+    /// SHA-256 (`url` + `sha256`; `release = "X.Y.Z"` is kernel.org's
+    /// tarball, its sum from kernel.org's list when not given).
+    Download {
+        url: String,
+        sha256: Option<String>,
+        release: Option<String>,
+    },
+}
+
+/// The suite a pinned Debian package is looked for in by default.
+pub const DEBIAN_SUITE: &str = "bookworm";
+
+/// kernel.org's tarball directory (`KMATRIX_KERNEL_ORG` overrides it).
+pub fn kernel_org() -> String {
+    std::env::var("KMATRIX_KERNEL_ORG")
+        .unwrap_or_else(|_| "https://cdn.kernel.org/pub/linux/kernel".into())
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// A `release` version's tarball URL: `v6.x/linux-6.6.63.tar.xz`.
+pub fn release_url(version: &str) -> Option<String> {
+    let major = version.split('.').next()?;
+    let ok = version.split('.').count() >= 2
+        && version
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    ok.then(|| format!("{}/v{major}.x/linux-{version}.tar.xz", kernel_org()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    debian: Option<String>,
+    version: Option<String>,
+    suite: Option<String>,
+    tarball: Option<String>,
+    git: Option<RawGit>,
+    release: Option<String>,
+    url: Option<String>,
+    sha256: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGit {
+    path: String,
+    rev: String,
+}
+
+impl TryFrom<RawSource> for SourceSpec {
+    type Error = String;
+    fn try_from(r: RawSource) -> Result<Self, String> {
+        let kinds = [
+            r.debian.is_some(),
+            r.tarball.is_some(),
+            r.git.is_some(),
+            r.release.is_some(),
+            r.url.is_some(),
+        ];
+        let what = "expected one of debian, tarball, git, release or url";
+        match kinds.iter().filter(|k| **k).count() {
+            0 => return Err(format!("source: {what}")),
+            1 => {}
+            _ => return Err(format!("source: more than one kind of source; {what}")),
+        }
+        let only = |allowed: &[&str]| -> Result<(), String> {
+            for (key, set) in [
+                ("version", r.version.is_some()),
+                ("suite", r.suite.is_some()),
+                ("sha256", r.sha256.is_some()),
+            ] {
+                if set && !allowed.contains(&key) {
+                    return Err(format!(
+                        "source: `{key}` does not apply to this kind of source"
+                    ));
+                }
+            }
+            Ok(())
+        };
+        if let Some(package) = r.debian {
+            only(&["version", "suite"])?;
+            return Ok(SourceSpec::Debian {
+                package,
+                version: r.version,
+                suite: r.suite.unwrap_or_else(|| DEBIAN_SUITE.into()),
+            });
+        }
+        if let Some(t) = r.tarball {
+            only(&[])?;
+            return Ok(SourceSpec::Tarball(t));
+        }
+        if let Some(g) = r.git {
+            only(&[])?;
+            return Ok(SourceSpec::Git {
+                path: g.path,
+                rev: g.rev,
+            });
+        }
+        if let Some(rel) = r.release {
+            only(&["sha256"])?;
+            let url = release_url(&rel).ok_or_else(|| {
+                format!("source: release `{rel}` is not a kernel version like 6.6.63")
+            })?;
+            return Ok(SourceSpec::Download {
+                url,
+                sha256: r.sha256,
+                release: Some(rel),
+            });
+        }
+        only(&["sha256"])?;
+        let url = r.url.unwrap();
+        if r.sha256.is_none() {
+            return Err(format!(
+                "source: url `{url}` needs its sha256 (the download is checked against it)"
+            ));
+        }
+        Ok(SourceSpec::Download {
+            url,
+            sha256: r.sha256,
+            release: None,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -242,6 +373,10 @@ pub struct Series {
     /// (`NAME@N`). Not a matrix.toml key.
     #[serde(skip)]
     pub take: Option<usize>,
+    /// Where the series came from when it was fetched from the mailing
+    /// list (`--lore`). Not a matrix.toml key.
+    #[serde(skip)]
+    pub origin: Option<crate::host::lore::Origin>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -676,8 +811,15 @@ impl Matrix {
         for name in listed {
             if let Some((series, k)) = split_prefix(&name) {
                 let dir = self.series[series].dir.clone();
-                self.series
-                    .insert(name.clone(), Series { dir, take: Some(k) });
+                let origin = self.series[series].origin.clone();
+                self.series.insert(
+                    name.clone(),
+                    Series {
+                        dir,
+                        take: Some(k),
+                        origin,
+                    },
+                );
             }
         }
     }
@@ -882,9 +1024,16 @@ impl Matrix {
                 " (each of its cells would run twice)",
             )?;
             let bad_source = match k.source.get_ref() {
-                SourceSpec::Debian(pkg) if !pkg.starts_with("linux-source-") => Some(format!(
-                    "debian source `{pkg}`: expected a linux-source-X.Y package"
-                )),
+                SourceSpec::Debian { package, .. } if !package.starts_with("linux-source-") => {
+                    Some(format!(
+                        "debian source `{package}`: expected a linux-source-X.Y package"
+                    ))
+                }
+                SourceSpec::Download {
+                    sha256: Some(sum), ..
+                } if sum.len() != 64 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) => Some(
+                    format!("source sha256 `{sum}`: expected 64 hex digits"),
+                ),
                 SourceSpec::Tarball(p) if p.trim().is_empty() => {
                     Some("tarball source: expected the path of a kernel tarball".into())
                 }
@@ -2166,10 +2315,61 @@ reason = "r"
             let bad = default_with("[\"mm-cid-work@1\",", &format!("[\"{to}\","));
             let e = parse_err(&bad);
             assert!(
-                e.starts_with("matrix.toml:54:11: ") && e.contains(says),
+                e.starts_with("matrix.toml:57:11: ") && e.contains(says),
                 "{to}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn a_source_is_one_kind_with_only_its_own_keys() {
+        let from = "source = { debian = \"linux-source-6.12\", version = \"6.12.117-1~deb12u1\" }";
+        for (to, says) in [
+            ("source = { }", "source: expected one of debian, tarball, git, release or url"),
+            (
+                "source = { debian = \"linux-source-6.12\", tarball = \"/x.tar\" }",
+                "source: more than one kind of source",
+            ),
+            (
+                "source = { tarball = \"/x.tar\", version = \"1\" }",
+                "source: `version` does not apply to this kind of source",
+            ),
+            (
+                "source = { url = \"https://h/linux.tar.xz\" }",
+                "source: url `https://h/linux.tar.xz` needs its sha256",
+            ),
+            (
+                "source = { release = \"6.6.x\" }",
+                "source: release `6.6.x` is not a kernel version like 6.6.63",
+            ),
+            (
+                "source = { release = \"6.6.63\", sha256 = \"abc\" }",
+                "source sha256 `abc`: expected 64 hex digits",
+            ),
+            ("source = { debian = \"linux-6.12\" }", "expected a linux-source-X.Y package"),
+        ] {
+            let e = parse_err(&default_with(from, to));
+            assert!(e.starts_with("matrix.toml:54:10: "), "{to}: {e}");
+            assert!(e.contains(says), "{to}: {e}");
+        }
+        let m = Matrix::parse("matrix.toml", &default_with(from, "source = { release = \"6.6.63\" }")).unwrap();
+        assert_eq!(
+            m.kernel["6.12"].source.get_ref(),
+            &SourceSpec::Download {
+                url: "https://cdn.kernel.org/pub/linux/kernel/v6.x/linux-6.6.63.tar.xz".into(),
+                sha256: None,
+                release: Some("6.6.63".into()),
+            }
+        );
+        let m = Matrix::parse("matrix.toml", &default_with("[run]", "[run]")).unwrap();
+        assert_eq!(
+            m.kernel["6.1"].source.get_ref(),
+            &SourceSpec::Debian {
+                package: "linux-source-6.1".into(),
+                version: Some("6.1.192-3".into()),
+                suite: "bookworm".into(),
+            }
+        );
     }
 
     #[test]

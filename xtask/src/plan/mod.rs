@@ -7,6 +7,7 @@ mod doc_examples;
 pub mod expect;
 pub mod files;
 pub mod matrix;
+pub mod mbox;
 #[cfg(test)]
 mod mutations;
 pub mod series;
@@ -36,12 +37,18 @@ pub fn load_checked(path: &Path, root: &Path) -> Result<matrix::Matrix> {
     Ok(m)
 }
 
-/// The Debian source packages the matrix's kernels come from.
+/// The Debian source packages the host installs for the matrix's kernels:
+/// those without a pinned version (a pinned one is downloaded into the
+/// cache, the host's packages untouched).
 pub fn debian_packages(m: &matrix::Matrix) -> Vec<String> {
     m.kernel
         .values()
         .filter_map(|k| match k.source.get_ref() {
-            matrix::SourceSpec::Debian(p) => Some(p.clone()),
+            matrix::SourceSpec::Debian {
+                package,
+                version: None,
+                ..
+            } => Some(package.clone()),
             _ => None,
         })
         .collect()

@@ -10,6 +10,9 @@ use anyhow::{bail, Context, Result};
 /// comments and blank lines skipped) or, without it, `*.patch` sorted by
 /// name. Err when there are none.
 pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
+    if dir.is_file() {
+        return from_mbox(dir);
+    }
     let order = dir.join("series");
     let patches: Vec<PathBuf> = if order.exists() {
         std::fs::read_to_string(&order)?
@@ -31,6 +34,32 @@ pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
         bail!("series {name}: no patches in {}", dir.display());
     }
     Ok(patches)
+}
+
+/// The patches of an mbox file, written once as numbered patch files (and
+/// a `series` file) into the cache, under the hash of the mbox's bytes:
+/// the same mbox always gives the same files.
+fn from_mbox(file: &Path) -> Result<Vec<PathBuf>> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let shown = file.display().to_string();
+    let patches = crate::plan::mbox::patches(&shown, &text)?;
+    let key = crate::host::cache::KeyBuilder::new("mbox")
+        .add("bytes", &bytes)
+        .finish();
+    let dir = crate::host::cache::default_root()
+        .join("mbox")
+        .join(&key[..16])
+        .join(crate::plan::variants::name_of(file));
+    let names: Vec<String> = patches.iter().map(crate::plan::mbox::file_name).collect();
+    if !dir.join("series").exists() {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (p, n) in patches.iter().zip(&names) {
+            crate::host::cache::write_atomic(&dir.join(n), p.text.as_bytes())?;
+        }
+        crate::host::cache::write_atomic(&dir.join("series"), (names.join("\n") + "\n").as_bytes())?;
+    }
+    Ok(names.iter().map(|n| dir.join(n)).collect())
 }
 
 #[cfg(test)]

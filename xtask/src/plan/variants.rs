@@ -29,10 +29,16 @@ pub fn prefix_name(series: &str, k: usize) -> String {
 /// A name for a directory or tree usable in a cell id: its last component
 /// with anything but `[A-Za-z0-9._-]` replaced.
 pub fn name_of(path: &Path) -> String {
-    let raw = path
+    let mut raw = path
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "tree".into());
+    // An mbox file is named without its extension (b4 am's `.mbx`).
+    for ext in [".mbx", ".mbox", ".eml"] {
+        if let Some(stem) = raw.strip_suffix(ext).filter(|s| !s.is_empty()) {
+            raw = stem.to_string();
+        }
+    }
     let clean: String = raw
         .chars()
         .map(|c| {
@@ -105,6 +111,7 @@ pub fn use_series(m: &mut Matrix, kernel: &str, name: &str, dir: &Path) -> Resul
         Series {
             dir: dir.display().to_string(),
             take: None,
+            origin: None,
         },
     );
     let k = m.kernel.get_mut(kernel).expect("picked from the matrix");
@@ -165,6 +172,7 @@ pub fn pick_series_in(kernel: &str, names: &[String], wanted: Option<&str>) -> R
 /// keeps every prefix's commit, so the prefixes cost one `git am` pass).
 pub fn prefixes(m: &mut Matrix, kernel: &str, series: &str, n: usize) -> Vec<String> {
     let dir = m.series[series].dir.clone();
+    let origin = m.series[series].origin.clone();
     let names: Vec<String> = (1..=n).map(|k| prefix_name(series, k)).collect();
     for (k, name) in names.iter().enumerate() {
         m.series.insert(
@@ -172,6 +180,7 @@ pub fn prefixes(m: &mut Matrix, kernel: &str, series: &str, n: usize) -> Vec<Str
             Series {
                 dir: dir.clone(),
                 take: Some(k + 1),
+                origin: origin.clone(),
             },
         );
     }

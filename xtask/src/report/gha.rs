@@ -110,6 +110,7 @@ mod tests {
             matrix: "m".into(),
             cells: vec![ok, c],
             comparisons: vec![],
+            origins: vec![],
         };
         let lines = annotations(&run);
         assert_eq!(
@@ -137,6 +138,7 @@ mod tests {
             matrix: "m".into(),
             cells: vec![],
             comparisons: vec![c],
+            origins: vec![],
         };
         assert_eq!(
             annotations(&run),

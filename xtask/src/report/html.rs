@@ -836,6 +836,7 @@ mod tests {
                 ..CellResult::blank("6.1/base/x86_64/tiny", Outcome::Pass)
             }],
             comparisons: vec![],
+            origins: vec![],
         };
         let page = html(&run, &cis);
         assert!(page.contains("is drawn thinned"), "{page}");

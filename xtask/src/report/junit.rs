@@ -145,6 +145,7 @@ mod tests {
             matrix: "m".into(),
             cells: vec![c],
             comparisons: vec![],
+            origins: vec![],
         };
         let xml = junit(&run).to_string().unwrap();
         assert!(
@@ -172,6 +173,7 @@ mod tests {
             matrix: "m".into(),
             cells: vec![c],
             comparisons: vec![],
+            origins: vec![],
         };
         junit(&run).to_string().unwrap();
     }

@@ -325,6 +325,7 @@ mod tests {
                 ..CellResult::blank("6.1/s/x86_64/tiny", Outcome::Pass)
             }],
             comparisons: vec![],
+            origins: vec![],
         }
     }
 
@@ -513,6 +514,7 @@ mod tests {
             matrix: "matrix.toml".into(),
             cells: vec![base_cell, series_cell, build_error],
             comparisons: vec![],
+            origins: vec![],
         }
     }
 

@@ -82,6 +82,7 @@ pub fn load_or_new(path: &Path, matrix_shown: &str) -> Result<Run> {
             matrix: matrix_shown.to_string(),
             cells: vec![],
             comparisons: vec![],
+            origins: vec![],
         })
     }
 }
@@ -101,7 +102,7 @@ impl<'a> Driver<'a> {
         std::fs::create_dir_all(&run_dir)?;
         let run_dir = std::fs::canonicalize(&run_dir)?;
         let results_path = run_dir.join("results.json");
-        let run = match load_or_new(&results_path, &opts.matrix_shown) {
+        let mut run = match load_or_new(&results_path, &opts.matrix_shown) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!(
@@ -111,6 +112,11 @@ impl<'a> Driver<'a> {
                 return Ok(Opened::Refused(run_dir));
             }
         };
+        for o in m.series.values().filter_map(|s| s.origin.as_ref()) {
+            if !run.origins.iter().any(|r| r.series == o.series) {
+                run.origins.push(o.clone());
+            }
+        }
         let mut ctx = Ctx::new(m, root.to_path_buf(), cache, run_dir.clone(), policy);
         ctx.extra_cmdline = opts.extra_cmdline;
         ctx.cell_timeout_s = opts.cell_timeout_s;
@@ -364,6 +370,7 @@ impl<'a> Driver<'a> {
                 .filter_map(|&k| live[k].as_ref().and_then(|c| c.so_far()).cloned())
                 .collect(),
             comparisons: vec![],
+            origins: vec![],
         };
         let cs = compare::compare(&so_far, m);
         let member = |id: &str| members.iter().copied().find(|&k| cells[k].id() == id);

@@ -76,7 +76,15 @@ pub fn merge(inputs: &[(String, Run)], order: &[String]) -> Result<Run, MergeErr
         matrix: first.matrix.clone(),
         cells: vec![],
         comparisons: vec![],
+        origins: vec![],
     };
+    for (_, run) in inputs.iter() {
+        for o in &run.origins {
+            if !out.origins.contains(o) {
+                out.origins.push(o.clone());
+            }
+        }
+    }
     for (i, (file, run)) in inputs.iter().enumerate() {
         for c in &run.cells {
             if let Some(&(j, at)) = cells.get(c.id.as_str()) {
@@ -122,6 +130,7 @@ mod tests {
                 .map(|id| CellResult::blank(id, Outcome::Pass))
                 .collect(),
             comparisons: vec![],
+            origins: vec![],
         }
     }
 

@@ -78,6 +78,10 @@ pub struct Run {
     /// A/B comparisons of metrics (stats/compare.rs), refreshed after every cell.
     #[serde(default)]
     pub comparisons: Vec<Comparison>,
+    /// Series fetched from the mailing list (`--lore`): message id, archive
+    /// and b4's version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origins: Vec<crate::host::lore::Origin>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -940,6 +944,7 @@ mod tests {
             matrix: "matrix.toml".into(),
             cells: vec![CellResult::blank("6.1/s/x86_64/tiny", Outcome::Pass)],
             comparisons: vec![comparison()],
+            origins: vec![],
         };
         run.save(&path).unwrap();
         assert!(!path.with_extension("json.tmp").exists());

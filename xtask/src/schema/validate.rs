@@ -141,6 +141,7 @@ mod tests {
             matrix: "matrix.toml".into(),
             cells,
             comparisons: vec![],
+            origins: vec![],
         }
     }
 

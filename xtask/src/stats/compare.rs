@@ -903,6 +903,7 @@ mod tests {
                 cell("6.1/seccomp-sync-wakeup/x86_64/tiny", 1.0),
             ],
             comparisons: vec![],
+            origins: vec![],
         };
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.mixed_share"));
         assert!(m.compared("seccomp_notify.default.unpinned"));
@@ -978,6 +979,7 @@ mod tests {
                 cell("6.12/mm-cid-work@1/x86_64/wide", 255.0, chance_new, 40.0),
             ],
             comparisons: vec![],
+            origins: vec![],
         };
         let find = |cs: &[Comparison], new_cell: &str, metric: &str| {
             cs.iter()

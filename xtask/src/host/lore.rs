@@ -1,0 +1,164 @@
+//! A series from the mailing list: `b4 am MSGID` (b4 from PyPI, in the
+//! tools venv) writes the thread's patches as one mbox, which is then used
+//! as `--series FILE`. The archive is `KMATRIX_LORE` (default
+//! https://lore.kernel.org/all), passed to b4 as its `b4.midmask` through
+//! git's environment config, so the user's git and b4 configuration are
+//! neither read for it nor changed. The mbox is kept in the cache by
+//! message id: a second run uses the same patches.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::host::cache::KeyBuilder;
+use crate::host::proc::{self, limit};
+
+pub const DEFAULT_LORE: &str = "https://lore.kernel.org/all";
+
+/// Where a series came from, as results.json and KCIDB record it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The series' name in the run (its variant).
+    pub series: String,
+    pub message_id: String,
+    /// The archive b4 fetched it from.
+    pub archive: String,
+    /// `b4 --version`.
+    pub b4: String,
+}
+
+pub struct Fetched {
+    pub mbox: PathBuf,
+    pub origin: Origin,
+}
+
+/// The archive URL (no trailing slash).
+pub fn archive() -> String {
+    std::env::var("KMATRIX_LORE")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_LORE.into())
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// `<id>` or `id` or a lore URL ending in the id: the bare id.
+pub fn clean_msgid(raw: &str) -> Result<String> {
+    let mut s = raw.trim().trim_end_matches('/');
+    if s.starts_with("http://") || s.starts_with("https://") {
+        s = s.rsplit('/').next().unwrap_or(s);
+    }
+    let s = s.trim_start_matches('<').trim_end_matches('>');
+    if s.is_empty() || !s.contains('@') || s.contains(char::is_whitespace) {
+        bail!("--lore {raw}: expected a message id like 20241202140735.56368-1-gmonaco@redhat.com");
+    }
+    Ok(s.to_string())
+}
+
+/// A name for the series: the message id, with what names cannot hold
+/// replaced.
+fn series_name(msgid: &str) -> String {
+    msgid
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '-' })
+        .collect()
+}
+
+fn b4_version(b4: &std::path::Path) -> String {
+    Command::new(b4)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Fetches the series `msgid` belongs to with `b4 am`.
+pub fn am(raw: &str, log: &mut dyn FnMut(&str)) -> Result<Fetched> {
+    let msgid = clean_msgid(raw)?;
+    let archive = archive();
+    let b4 = crate::host::tools::b4()?;
+    let key = KeyBuilder::new("lore")
+        .add("archive", archive.as_bytes())
+        .add("msgid", msgid.as_bytes())
+        .finish();
+    let dir = crate::host::cache::default_root()
+        .join("lore")
+        .join(&key[..16]);
+    let name = series_name(&msgid);
+    let mbox = dir.join(format!("{name}.mbx"));
+    let origin = Origin {
+        series: name.clone(),
+        message_id: msgid.clone(),
+        archive: archive.clone(),
+        b4: b4_version(&b4),
+    };
+    if mbox.exists() {
+        log(&format!(
+            "--lore {msgid}: the series fetched before, {} (delete it to fetch again)",
+            mbox.display()
+        ));
+        return Ok(Fetched { mbox, origin });
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let work = dir.join("b4-out");
+    let _ = std::fs::remove_dir_all(&work);
+    log(&format!("--lore {msgid}: b4 am from {archive}"));
+    let mut c = Command::new(&b4);
+    c.args(["--no-interactive", "am", "--no-cache", "--outdir"])
+        .arg(&work)
+        .args(["--mbox-name", &name, &msgid])
+        .env("GIT_CONFIG_COUNT", "2")
+        .env("GIT_CONFIG_KEY_0", "b4.midmask")
+        .env("GIT_CONFIG_VALUE_0", format!("{archive}/%s"))
+        // No DKIM look-ups: they need DNS, and the patches are checked by
+        // building them.
+        .env("GIT_CONFIG_KEY_1", "b4.attestation-policy")
+        .env("GIT_CONFIG_VALUE_1", "off")
+        .env("XDG_CACHE_HOME", dir.join("b4-cache"))
+        .current_dir(&dir);
+    let f = proc::run(c, limit::scaled(limit::TOOLS)).context("running b4 am")?;
+    // b4 shortens the name it is given (it drops what looks like an
+    // extension): take the one mbox it wrote.
+    let wrote = std::fs::read_dir(&work)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|e| e == "mbx"))
+        .unwrap_or_else(|| work.join(format!("{name}.mbx")));
+    if !f.success() || !wrote.exists() {
+        bail!(
+            "--lore {msgid}: `b4 am` from {archive} {}:\n{}",
+            if f.success() {
+                "wrote no mbox".to_string()
+            } else {
+                f.describe()
+            },
+            crate::util::tail(&format!("{}\n{}", f.stdout, f.stderr), 15)
+        );
+    }
+    std::fs::rename(&wrote, &mbox)?;
+    let _ = std::fs::remove_dir_all(&work);
+    log(&format!("--lore {msgid}: {}", mbox.display()));
+    Ok(Fetched { mbox, origin })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_id_is_taken_bare_bracketed_or_as_a_lore_url() {
+        let id = "20241202140735.56368-1-gmonaco@redhat.com";
+        for raw in [
+            id.to_string(),
+            format!("<{id}>"),
+            format!("https://lore.kernel.org/all/{id}/"),
+        ] {
+            assert_eq!(clean_msgid(&raw).unwrap(), id, "{raw}");
+        }
+        assert!(clean_msgid("no-at-sign").is_err());
+        assert_eq!(series_name(id), "20241202140735.56368-1-gmonaco-redhat.com");
+    }
+}

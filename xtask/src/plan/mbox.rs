@@ -1,0 +1,218 @@
+//! A series as one mbox: what `b4 am` writes (`.mbx`), `git format-patch
+//! --stdout`, or a thread saved from lore (`t.mbox`). The patches are the
+//! messages numbered `[PATCH vN M/N]`, in the order of M; the cover letter
+//! (0/N), replies (`Re:`) and messages without a diff are left out. Every
+//! number from 1 to N must be there exactly once, and one version only.
+
+use anyhow::{bail, Result};
+use regex::Regex;
+
+/// One patch of the series: its place and the message, ready for `git am`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Patch {
+    pub number: usize,
+    pub subject: String,
+    pub text: String,
+}
+
+/// A message's headers we read (folded lines joined).
+fn header(msg: &str, name: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    let mut in_it = false;
+    for line in msg.lines().skip(1) {
+        if line.is_empty() {
+            break;
+        }
+        if line.starts_with([' ', '\t']) {
+            if in_it {
+                if let Some(v) = out.as_mut() {
+                    v.push(' ');
+                    v.push_str(line.trim());
+                }
+            }
+            continue;
+        }
+        in_it = false;
+        if let Some((k, v)) = line.split_once(':') {
+            if out.is_none() && k.eq_ignore_ascii_case(name) {
+                out = Some(v.trim().to_string());
+                in_it = true;
+            }
+        }
+    }
+    out
+}
+
+/// The messages of an mbox, each starting with its `From ` line (mboxrd's
+/// `>From ` quoting undone).
+pub fn messages(text: &str) -> Vec<String> {
+    // The separator: `From <sender> <asctime date>`, e.g. git's
+    // `From 0123abcd Mon Sep 17 00:00:00 2001` or b4's `From git@z Thu Jan  1
+    // 00:00:00 1970`; a line in a commit message that merely starts with
+    // "From " has no such date.
+    let sep = Regex::new(r"^From \S+ +[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\s*$")
+        .unwrap();
+    let quoted = Regex::new(r"^>(>*From )").unwrap();
+    let mut out: Vec<String> = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if sep.is_match(bare) {
+            out.push(String::new());
+        }
+        if let Some(cur) = out.last_mut() {
+            cur.push_str(&quoted.replace(line, "$1"));
+        }
+    }
+    out
+}
+
+/// `[PATCH v2 3/7]` of a subject: (version, M, N); a bare `[PATCH]` is
+/// (1, 1, 1). None for a subject that is not a patch's, or a reply's.
+pub fn numbering(subject: &str) -> Option<(u32, usize, usize)> {
+    let s = subject.trim_start();
+    let lower = s.to_ascii_lowercase();
+    if lower.starts_with("re:") || lower.starts_with("aw:") || lower.starts_with("fwd:") {
+        return None;
+    }
+    let tag = Regex::new(r"^\[([^\]]*)\]").unwrap();
+    let inner = tag.captures(s)?.get(1)?.as_str().to_string();
+    if !inner.to_ascii_uppercase().split_whitespace().any(|w| w == "PATCH") {
+        return None;
+    }
+    let mut version = 1;
+    let mut counter = None;
+    for w in inner.split_whitespace() {
+        if let Some(v) = w.strip_prefix(['v', 'V']).and_then(|v| v.parse().ok()) {
+            version = v;
+        } else if let Some((m, n)) = w.split_once('/') {
+            if let (Ok(m), Ok(n)) = (m.parse(), n.parse()) {
+                counter = Some((m, n));
+            }
+        }
+    }
+    let (m, n) = counter.unwrap_or((1, 1));
+    Some((version, m, n))
+}
+
+fn has_diff(msg: &str) -> bool {
+    msg.lines().any(|l| l.starts_with("diff --git ") || l.starts_with("+++ "))
+}
+
+/// The patches of the mbox `shown` (for messages), in order.
+pub fn patches(shown: &str, text: &str) -> Result<Vec<Patch>> {
+    let mut found: Vec<(u32, usize, usize, Patch)> = Vec::new();
+    for msg in messages(text) {
+        let subject = header(&msg, "Subject").unwrap_or_default();
+        let Some((v, m, n)) = numbering(&subject) else {
+            continue;
+        };
+        if m == 0 || !has_diff(&msg) {
+            continue; // the cover letter, or a patch-less note
+        }
+        found.push((
+            v,
+            m,
+            n,
+            Patch {
+                number: m,
+                subject,
+                text: msg,
+            },
+        ));
+    }
+    if found.is_empty() {
+        bail!("{shown}: no patch in this mbox (no message with a [PATCH] subject and a diff)");
+    }
+    let mut versions: Vec<u32> = found.iter().map(|f| f.0).collect();
+    versions.sort_unstable();
+    versions.dedup();
+    if versions.len() > 1 {
+        let vs: Vec<String> = versions.iter().map(|v| format!("v{v}")).collect();
+        bail!(
+            "{shown}: holds {} of the series; keep one (e.g. `b4 am -v {}`)",
+            vs.join(" and "),
+            versions.last().unwrap()
+        );
+    }
+    let mut totals: Vec<usize> = found.iter().map(|f| f.2).collect();
+    totals.sort_unstable();
+    totals.dedup();
+    if totals.len() > 1 {
+        bail!(
+            "{shown}: the patches disagree on the series' length ({})",
+            totals
+                .iter()
+                .map(|t| format!("of {t}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let total = totals[0];
+    found.sort_by_key(|f| f.1);
+    let numbers: Vec<usize> = found.iter().map(|f| f.1).collect();
+    if let Some(w) = numbers.windows(2).find(|w| w[0] == w[1]) {
+        bail!("{shown}: patch {}/{total} appears twice", w[0]);
+    }
+    let missing: Vec<String> = (1..=total)
+        .filter(|k| !numbers.contains(k))
+        .map(|k| format!("{k}/{total}"))
+        .collect();
+    if !missing.is_empty() {
+        let has: Vec<String> = numbers.iter().map(|k| k.to_string()).collect();
+        bail!(
+            "{shown}: patch {} missing (the mbox has {} of {total})",
+            if missing.len() == 1 {
+                format!("{} is", missing[0])
+            } else {
+                format!("{} are", missing.join(", "))
+            },
+            has.join(", ")
+        );
+    }
+    if let Some(k) = numbers.iter().find(|k| **k > total) {
+        bail!("{shown}: patch {k}/{total} is numbered past the series' end");
+    }
+    Ok(found.into_iter().map(|f| f.3).collect())
+}
+
+/// A file name for patch `p`: `0003-the-subject.patch`, like format-patch.
+pub fn file_name(p: &Patch) -> String {
+    let bare = Regex::new(r"^\s*\[[^\]]*\]\s*")
+        .unwrap()
+        .replace(&p.subject, "")
+        .to_string();
+    let mut slug = String::new();
+    for c in bare.chars() {
+        if c.is_ascii_alphanumeric() || c == '.' || c == '_' {
+            slug.push(c);
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug: String = slug.trim_matches(['-', '.']).chars().take(52).collect();
+    format!("{:04}-{}.patch", p.number, slug.trim_end_matches('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbering_reads_version_and_counter() {
+        assert_eq!(numbering("[PATCH v2 3/7] seccomp: x"), Some((2, 3, 7)));
+        assert_eq!(numbering("[PATCH] one"), Some((1, 1, 1)));
+        assert_eq!(numbering("[RFC PATCH net-next v3 0/2] cover"), Some((3, 0, 2)));
+        assert_eq!(numbering("Re: [PATCH v2 3/7] seccomp: x"), None);
+        assert_eq!(numbering("[GIT PULL] x"), None);
+        assert_eq!(numbering("plain"), None);
+    }
+
+    #[test]
+    fn a_commit_message_line_starting_with_from_is_not_a_separator() {
+        let t = "From abc Mon Sep 17 00:00:00 2001\nSubject: [PATCH 1/1] a\n\nFrom here on.\n>From quoted\n\
+                 diff --git a/x b/x\n";
+        let m = messages(t);
+        assert_eq!(m.len(), 1);
+        assert!(m[0].contains("\nFrom here on.\nFrom quoted\n"), "{}", m[0]);
+    }
+}
