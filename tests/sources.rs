@@ -23,7 +23,9 @@ fn repo() -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sources").join(name);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("sources")
+        .join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -69,13 +71,19 @@ impl Server {
         if let Some(cut) = cut {
             c.args(["--cut", cut]);
         }
-        let child = c.stdin(Stdio::null()).spawn().expect("python3 runs serve.py");
+        let child = c
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("python3 runs serve.py");
         let t = Instant::now();
         let port = loop {
             if let Ok(p) = std::fs::read_to_string(&port_file) {
                 break p.trim().parse().unwrap();
             }
-            assert!(t.elapsed() < Duration::from_secs(20), "serve.py did not start");
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "serve.py did not start"
+            );
             std::thread::sleep(Duration::from_millis(50));
         };
         Server { child, port, log }
@@ -154,9 +162,15 @@ libs = ["m"]
 fn tarball(dir: &Path, version: &str) -> Vec<u8> {
     let src = dir.join("tree").join(format!("linux-{version}"));
     std::fs::create_dir_all(src.join("kernel")).unwrap();
-    std::fs::write(src.join("Makefile"), format!("# linux {version}\nVERSION = 6\n")).unwrap();
+    std::fs::write(
+        src.join("Makefile"),
+        format!("# linux {version}\nVERSION = 6\n"),
+    )
+    .unwrap();
     // Enough bytes that a cut lands inside the file, not the xz header.
-    let filler: String = (0..4000).map(|i| format!("{i:08x} {}\n", i * 7919 % 104729)).collect();
+    let filler: String = (0..4000)
+        .map(|i| format!("{i:08x} {}\n", i * 7919 % 104729))
+        .collect();
     std::fs::write(src.join("kernel/filler.c"), filler).unwrap();
     let out = dir.join(format!("linux-{version}.tar.xz"));
     sh(Command::new("tar")
@@ -195,11 +209,16 @@ fn a_release_download_broken_off_resumes_and_is_then_reused() {
     let dest = |n: &str| d.join(n).display().to_string();
 
     // 1. The server breaks off half-way: refused, the part kept.
-    let r = xtask(&["checkout", "--matrix", &m, "--no-setup", "k", &dest("co1")], &env);
+    let r = xtask(
+        &["checkout", "--matrix", &m, "--no-setup", "k", &dest("co1")],
+        &env,
+    );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!("ended early, at {half} of {} bytes", bytes.len()))
-            || r.stderr.contains(&format!("stopped at {half} of {} bytes", bytes.len())),
+        r.stderr
+            .contains(&format!("ended early, at {half} of {} bytes", bytes.len()))
+            || r.stderr
+                .contains(&format!("stopped at {half} of {} bytes", bytes.len())),
         "{}",
         r.stderr
     );
@@ -207,9 +226,19 @@ fn a_release_download_broken_off_resumes_and_is_then_reused() {
 
     // 2. Run again: a range request for the rest, the checksum from the
     //    list, the tree checked out.
-    let r = xtask(&["checkout", "--matrix", &m, "--no-setup", "k", &dest("co2")], &env);
+    let r = xtask(
+        &["checkout", "--matrix", &m, "--no-setup", "k", &dest("co2")],
+        &env,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains(&format!("resuming {}", srv.url("/v6.x/linux-6.6.99.tar.xz"))), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "resuming {}",
+            srv.url("/v6.x/linux-6.6.99.tar.xz")
+        )),
+        "{}",
+        r.stderr
+    );
     let log = srv.requests();
     assert!(
         log.contains(&format!("GET /v6.x/linux-6.6.99.tar.xz bytes={half}-")),
@@ -223,9 +252,17 @@ fn a_release_download_broken_off_resumes_and_is_then_reused() {
 
     // 3. A second run uses the cached tarball and import: no download.
     let gets = log.matches("GET /v6.x/linux-6.6.99.tar.xz").count();
-    let r = xtask(&["checkout", "--matrix", &m, "--no-setup", "k", &dest("co3")], &env);
+    let r = xtask(
+        &["checkout", "--matrix", &m, "--no-setup", "k", &dest("co3")],
+        &env,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(srv.requests().matches("GET /v6.x/linux-6.6.99.tar.xz").count(), gets);
+    assert_eq!(
+        srv.requests()
+            .matches("GET /v6.x/linux-6.6.99.tar.xz")
+            .count(),
+        gets
+    );
     assert!(!r.stderr.contains("extracting"), "{}", r.stderr);
 }
 
@@ -248,7 +285,14 @@ fn a_tarball_whose_checksum_does_not_match_is_refused_and_nothing_is_kept() {
     let cache = d.join("cache");
     let env = [("KMATRIX_CACHE", cache.display().to_string())];
     let r = xtask(
-        &["checkout", "--matrix", &m.display().to_string(), "--no-setup", "k", &d.join("co").display().to_string()],
+        &[
+            "checkout",
+            "--matrix",
+            &m.display().to_string(),
+            "--no-setup",
+            "k",
+            &d.join("co").display().to_string(),
+        ],
         &env,
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -365,7 +409,11 @@ fn checkout(dest: &Path, extra: &[&str], env: &[(&str, String)]) -> Ran {
 fn an_mbox_and_a_lore_thread_give_the_tree_the_directory_gives() {
     let d = scratch("mbox");
     let series = repo().join("kernels/series/seccomp-sync-wakeup");
-    let r = checkout(&d.join("from-dir"), &["--series", &series.display().to_string()], &[]);
+    let r = checkout(
+        &d.join("from-dir"),
+        &["--series", &series.display().to_string()],
+        &[],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let (tree, subjects) = checked_out(&d.join("from-dir"));
     assert_eq!(subjects.len(), 6, "{subjects:?}");
@@ -374,7 +422,11 @@ fn an_mbox_and_a_lore_thread_give_the_tree_the_directory_gives() {
     let (cover_id, thread) = thread_mbox();
     let mbox = d.join("seccomp-sync.mbox");
     std::fs::write(&mbox, &thread).unwrap();
-    let r = checkout(&d.join("from-mbox"), &["--series", &mbox.display().to_string()], &[]);
+    let r = checkout(
+        &d.join("from-mbox"),
+        &["--series", &mbox.display().to_string()],
+        &[],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let (t2, s2) = checked_out(&d.join("from-mbox"));
     assert_eq!((&t2, &s2), (&tree, &subjects));
@@ -386,7 +438,11 @@ fn an_mbox_and_a_lore_thread_give_the_tree_the_directory_gives() {
         .collect();
     let gapped = d.join("gapped.mbox");
     std::fs::write(&gapped, gap).unwrap();
-    let r = checkout(&d.join("gapped"), &["--series", &gapped.display().to_string()], &[]);
+    let r = checkout(
+        &d.join("gapped"),
+        &["--series", &gapped.display().to_string()],
+        &[],
+    );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains(&format!(
@@ -406,10 +462,15 @@ fn an_mbox_and_a_lore_thread_give_the_tree_the_directory_gives() {
     std::fs::write(at.join("t.mbox.gz"), gz.finish().unwrap()).unwrap();
     let srv = Server::start(&www, None);
     let env = [("KMATRIX_LORE", srv.url("/all"))];
-    let r = checkout(&d.join("from-lore"), &["--lore", &format!("<{cover_id}>")], &env);
+    let r = checkout(
+        &d.join("from-lore"),
+        &["--lore", &format!("<{cover_id}>")],
+        &env,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        srv.requests().contains(&format!("GET /all/{cover_id}/t.mbox.gz")),
+        srv.requests()
+            .contains(&format!("GET /all/{cover_id}/t.mbox.gz")),
         "{}",
         srv.requests()
     );
@@ -441,7 +502,10 @@ fn apt_archive(d: &Path) -> Option<(PathBuf, Vec<u8>)> {
     let pool = www.join("debian/pool/main/l");
     std::fs::create_dir_all(&pool).unwrap();
     let deb = pool.join("linux-source-9.9_9.9.1-1_all.deb");
-    sh(Command::new("dpkg-deb").args(["--build", "--root-owner-group"]).arg(&pkg).arg(&deb));
+    sh(Command::new("dpkg-deb")
+        .args(["--build", "--root-owner-group"])
+        .arg(&pkg)
+        .arg(&deb));
     let deb_bytes = std::fs::read(&deb).unwrap();
     let stanza = format!(
         "Package: linux-source-9.9\nVersion: 9.9.1-1\nArchitecture: all\nMaintainer: kmatrix <t@example.org>\n\
@@ -453,10 +517,22 @@ fn apt_archive(d: &Path) -> Option<(PathBuf, Vec<u8>)> {
     std::fs::create_dir_all(&home).unwrap();
     let gpg = || {
         let mut c = Command::new("gpg");
-        c.arg("--homedir").arg(&home).args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""]);
+        c.arg("--homedir").arg(&home).args([
+            "--batch",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase",
+            "",
+        ]);
         c
     };
-    sh(gpg().args(["--quick-gen-key", "kmatrix test archive <t@example.org>", "ed25519", "sign", "never"]));
+    sh(gpg().args([
+        "--quick-gen-key",
+        "kmatrix test archive <t@example.org>",
+        "ed25519",
+        "sign",
+        "never",
+    ]));
     let keyring = d.join("archive.gpg");
     sh(gpg().arg("--output").arg(&keyring).arg("--export"));
     for (base, suite, packages) in [
@@ -500,12 +576,22 @@ fn a_pinned_debian_package_is_fetched_into_the_cache_not_installed() {
     let run = |source: &str, dest: &str| {
         let m = matrix_with(&d, source);
         xtask(
-            &["checkout", "--matrix", &m.display().to_string(), "--no-setup", "k", &d.join(dest).display().to_string()],
+            &[
+                "checkout",
+                "--matrix",
+                &m.display().to_string(),
+                "--no-setup",
+                "k",
+                &d.join(dest).display().to_string(),
+            ],
             &env,
         )
     };
     // A version the archive does not have: refused, naming what it has.
-    let r = run(r#"{ debian = "linux-source-9.9", version = "9.9.0-7", suite = "kmtest" }"#, "none");
+    let r = run(
+        r#"{ debian = "linux-source-9.9", version = "9.9.0-7", suite = "kmtest" }"#,
+        "none",
+    );
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains(&format!(
@@ -516,16 +602,27 @@ fn a_pinned_debian_package_is_fetched_into_the_cache_not_installed() {
         r.stderr
     );
     // The pinned version: downloaded by apt, unpacked in the cache.
-    let r = run(r#"{ debian = "linux-source-9.9", version = "9.9.1-1", suite = "kmtest" }"#, "co");
+    let r = run(
+        r#"{ debian = "linux-source-9.9", version = "9.9.1-1", suite = "kmtest" }"#,
+        "co",
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("the host's packages are not changed"), "{}", r.stderr);
     assert!(
-        srv.requests().contains("GET /debian/pool/main/l/linux-source-9.9_9.9.1-1_all.deb"),
+        r.stderr.contains("the host's packages are not changed"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        srv.requests()
+            .contains("GET /debian/pool/main/l/linux-source-9.9_9.9.1-1_all.deb"),
         "{}",
         srv.requests()
     );
     assert_eq!(
-        std::fs::read(cache.join("src/debian/linux-source-9.9_9.9.1-1/usr/src/linux-source-9.9.tar.xz")).unwrap(),
+        std::fs::read(
+            cache.join("src/debian/linux-source-9.9_9.9.1-1/usr/src/linux-source-9.9.tar.xz")
+        )
+        .unwrap(),
         bytes
     );
     assert_eq!(
@@ -533,6 +630,9 @@ fn a_pinned_debian_package_is_fetched_into_the_cache_not_installed() {
         "# linux 9.9.1\nVERSION = 6\n"
     );
     // Not installed on the host.
-    let q = Command::new("dpkg-query").args(["-W", "linux-source-9.9"]).output().unwrap();
+    let q = Command::new("dpkg-query")
+        .args(["-W", "linux-source-9.9"])
+        .output()
+        .unwrap();
     assert!(!q.status.success(), "linux-source-9.9 got installed");
 }

@@ -81,7 +81,7 @@ pub fn apply_sources(
         let k = variants::pick_kernel(m, kernel.as_deref())?;
         if let Some(dir) = &s.series_dir {
             let dir = existing(dir, "--series")?;
-            crate::plan::series::files("--series", &dir)?;
+            crate::plan::series::count("--series", &dir)?;
             let name = variants::name_of(&dir);
             variants::use_series(m, &k, &name, &dir)?;
             if let (Some(o), Some(spec)) = (&s.lore, m.series.get_mut(&name)) {
@@ -93,7 +93,7 @@ pub fn apply_sources(
         }
         if let Some(n) = s.patches {
             let name = variants::pick_series(m, &k, s.series_name.as_deref())?;
-            let total = crate::plan::series::files(&name, &root.join(&m.series[&name].dir))?.len();
+            let total = crate::plan::series::count(&name, &root.join(&m.series[&name].dir))?;
             if n == 0 || n > total {
                 bail!("--patches {n}: series {name} has {total} patches");
             }

@@ -98,7 +98,7 @@ impl Series {
 
     /// The first `take` patches of the series in `dir` (all with None).
     pub fn load_prefix(name: &str, dir: &Path, take: Option<usize>) -> Result<Series> {
-        let mut patches = series::files(name, dir)?;
+        let mut patches = patch_files(name, dir)?;
         if let Some(k) = take {
             if k == 0 || k > patches.len() {
                 bail!(
@@ -134,6 +134,45 @@ impl Series {
             })
             .collect()
     }
+}
+
+/// The patch files of the series at `path`: a directory's, in order, or
+/// an mbox's, split into files in the cache.
+pub fn patch_files(name: &str, path: &Path) -> Result<Vec<PathBuf>> {
+    if path.is_file() {
+        split_mbox(path)
+    } else {
+        series::files(name, path)
+    }
+}
+
+/// The patches of an mbox file, written once as numbered patch files (and
+/// a `series` file) into the cache, under the hash of the mbox's bytes:
+/// the same mbox always gives the same files.
+fn split_mbox(file: &Path) -> Result<Vec<PathBuf>> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let shown = file.display().to_string();
+    let patches = crate::plan::mbox::patches(&shown, &text)?;
+    let key = crate::host::cache::KeyBuilder::new("mbox")
+        .add("bytes", &bytes)
+        .finish();
+    let dir = crate::host::cache::default_root()
+        .join("mbox")
+        .join(&key[..16])
+        .join(crate::plan::variants::name_of(file));
+    let names: Vec<String> = patches.iter().map(crate::plan::mbox::file_name).collect();
+    if !dir.join("series").exists() {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (p, n) in patches.iter().zip(&names) {
+            crate::host::cache::write_atomic(&dir.join(n), p.text.as_bytes())?;
+        }
+        crate::host::cache::write_atomic(
+            &dir.join("series"),
+            (names.join("\n") + "\n").as_bytes(),
+        )?;
+    }
+    Ok(names.iter().map(|n| dir.join(n)).collect())
 }
 
 /// Why a variant tree could not be made: the patch and the rejected hunk.
@@ -235,7 +274,9 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
 /// `sha256sums.asc` beside it (its signature is not checked: pin `sha256`
 /// in matrix.toml to check against a sum you trust).
 fn release_sum(url: &str, release: &str, log: &mut dyn FnMut(&str)) -> Result<String> {
-    let (dir, name) = url.rsplit_once('/').context("a release URL has a directory")?;
+    let (dir, name) = url
+        .rsplit_once('/')
+        .context("a release URL has a directory")?;
     let list_url = format!("{dir}/sha256sums.asc");
     let list = crate::host::download::text(&list_url)
         .with_context(|| format!("release {release}: its checksum list"))?;

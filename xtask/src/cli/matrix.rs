@@ -111,8 +111,7 @@ impl MatrixArgs {
                 .source
                 .series_dir
                 .as_ref()
-                .and_then(|d| crate::plan::series::files("--series", d).ok())
-                .map(|f| f.len());
+                .and_then(|d| crate::plan::series::count("--series", d).ok());
             let series = preview.series_of(m, &env.root, &k, dir_count);
             let all: Vec<String> = series.iter().map(|(s, _)| s.clone()).collect();
             let s = variants::pick_series_in(&k, &all, self.source.series_name.as_deref())?;

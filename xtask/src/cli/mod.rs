@@ -382,9 +382,7 @@ impl Preview {
                 .map(|s| {
                     let name = s.get_ref().clone();
                     let n = m.series.get(&name).and_then(|spec| {
-                        crate::plan::series::files(&name, &root.join(&spec.dir))
-                            .ok()
-                            .map(|f| f.len())
+                        crate::plan::series::count(&name, &root.join(&spec.dir)).ok()
                     });
                     (name, n)
                 })
@@ -447,7 +445,7 @@ impl SourceArgs {
                     dir.display()
                 )
             })?;
-            let n = crate::plan::series::files("--series", &d)?.len();
+            let n = crate::plan::series::count("--series", &d)?;
             let name = variants::name_of(&d);
             if name == "base" {
                 bail!("a series cannot be called `base`: rename {}", d.display());

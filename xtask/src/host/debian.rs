@@ -139,7 +139,12 @@ pub fn fetch(
         );
     }
     let dir = root.join(format!("apt-{suite}"));
-    for sub in ["sources.list.d", "preferences.d", "lists/partial", "cache/archives/partial"] {
+    for sub in [
+        "sources.list.d",
+        "preferences.d",
+        "lists/partial",
+        "cache/archives/partial",
+    ] {
         std::fs::create_dir_all(dir.join(sub))
             .with_context(|| format!("creating {}", dir.join(sub).display()))?;
     }

@@ -42,7 +42,10 @@ fn get(url: &str, from: u64) -> Result<ureq::Response> {
     match req.call() {
         Ok(r) => Ok(r),
         Err(ureq::Error::Status(code, r)) => {
-            bail!("download {url}: the server answered {code} {}", r.status_text())
+            bail!(
+                "download {url}: the server answered {code} {}",
+                r.status_text()
+            )
         }
         Err(e) => bail!("download {url}: {e}"),
     }
@@ -162,14 +165,16 @@ pub fn fetch(url: &str, sha256: &str, cache: &Cache, log: &mut dyn FnMut(&str)) 
     }
     std::fs::rename(&part, &done)
         .with_context(|| format!("renaming {} into place", part.display()))?;
-    log(&format!("downloaded {name}: {have} bytes, SHA-256 verified"));
+    log(&format!(
+        "downloaded {name}: {have} bytes, SHA-256 verified"
+    ));
     Ok(done)
 }
 
 /// A byte bar on a terminal; nothing in a log.
 fn progress(total: Option<u64>, at: u64, name: &str) -> indicatif::ProgressBar {
-    let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr())
-        || std::env::var_os("CI").is_some();
+    let plain =
+        !std::io::IsTerminal::is_terminal(&std::io::stderr()) || std::env::var_os("CI").is_some();
     if plain {
         return indicatif::ProgressBar::hidden();
     }

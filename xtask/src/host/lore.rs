@@ -10,24 +10,13 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use crate::host::cache::KeyBuilder;
 use crate::host::proc::{self, limit};
 
 pub const DEFAULT_LORE: &str = "https://lore.kernel.org/all";
 
-/// Where a series came from, as results.json and KCIDB record it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Origin {
-    /// The series' name in the run (its variant).
-    pub series: String,
-    pub message_id: String,
-    /// The archive b4 fetched it from.
-    pub archive: String,
-    /// `b4 --version`.
-    pub b4: String,
-}
+pub use crate::schema::SeriesOrigin as Origin;
 
 pub struct Fetched {
     pub mbox: PathBuf,
@@ -62,7 +51,13 @@ pub fn clean_msgid(raw: &str) -> Result<String> {
 fn series_name(msgid: &str) -> String {
     msgid
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect()
 }
 

@@ -3,10 +3,11 @@
 //! fetches the arm64 static busybox that cannot be installed beside the
 //! amd64 one.
 //!
-//! Supported hosts: Debian 12 (bookworm) on amd64, as root or with sudo.
-//! The default matrix's kernel source is Debian 12's `linux-source-6.1`
-//! package, which no other release (and no Ubuntu) has; elsewhere the
-//! set-up refuses with one message that says what to do instead.
+//! Supported hosts: Debian 12 (bookworm) and 13 (trixie) on amd64, as root
+//! or with sudo. The default matrix's kernels are Debian 12 packages at
+//! pinned versions, which host/debian fetches on either release; elsewhere
+//! the set-up refuses with one message that says what to do instead. A
+//! package apt would remove to install ours is removed only with `--yes`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -51,8 +52,8 @@ fn host_name() -> String {
 fn unsupported(what: &str) -> anyhow::Error {
     anyhow::anyhow!(
         "{what}\n\
-         This host is {}. kmatrix's set-up supports Debian 12 (bookworm) on amd64: the default \
-         matrix builds Debian 12's linux-source-6.1 package, which Ubuntu and other releases do not have.\n\
+         This host is {}. kmatrix's set-up supports Debian 12 (bookworm) and 13 (trixie) on amd64, \
+         with apt and Debian's archive keyring (the default matrix's kernels are Debian 12 packages).\n\
          What to do instead:\n\
          - run it in a Debian 12 container, e.g. `podman run --rm -it -v \"$PWD\":/src -w /src \
          --device /dev/kvm debian:bookworm` (install rustup, then `cargo xtask matrix`); or\n\

@@ -80,6 +80,11 @@ pub fn check(m: &Matrix, path: &str, text: &str, root: &Path) -> Result<()> {
     }
     for (name, s) in m.series.iter().filter(|(_, s)| s.take.is_none()) {
         let here = keys!["series", name, "dir"];
+        if root.join(&s.dir).is_file() {
+            crate::plan::series::count(name, &root.join(&s.dir))
+                .map_err(|e| at.err_at(here, format!("{e:#}")))?;
+            continue;
+        }
         want(here, &s.dir, "a series directory", Kind::Dir)?;
         let patches = crate::plan::series::files(name, &root.join(&s.dir))
             .map_err(|e| at.err_at(here, format!("{e:#}, expected patch files")))?;
@@ -100,7 +105,7 @@ pub fn check(m: &Matrix, path: &str, text: &str, root: &Path) -> Result<()> {
                 continue;
             };
             let dir = root.join(&m.series[series].dir);
-            let n = crate::plan::series::files(series, &dir).map_or(0, |p| p.len());
+            let n = crate::plan::series::count(series, &dir).unwrap_or(0);
             if take > n {
                 return Err(at.err_at(
                     keys!["kernel", kname, "series", i],
@@ -221,7 +226,7 @@ mod tests {
             (
                 "dir = \"kernels/series/mm-cid-work\"",
                 "dir = \"matrix.toml\"",
-                "a series directory matrix.toml (relative to the kmatrix checkout",
+                "matrix.toml: no patch in this mbox (no message with a [PATCH] subject and a diff)",
             ),
             (
                 "series = [\"mm-cid-work@1\",",

@@ -376,7 +376,7 @@ pub struct Series {
     /// Where the series came from when it was fetched from the mailing
     /// list (`--lore`). Not a matrix.toml key.
     #[serde(skip)]
-    pub origin: Option<crate::host::lore::Origin>,
+    pub origin: Option<crate::schema::SeriesOrigin>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -2325,7 +2325,10 @@ reason = "r"
     fn a_source_is_one_kind_with_only_its_own_keys() {
         let from = "source = { debian = \"linux-source-6.12\", version = \"6.12.117-1~deb12u1\" }";
         for (to, says) in [
-            ("source = { }", "source: expected one of debian, tarball, git, release or url"),
+            (
+                "source = { }",
+                "source: expected one of debian, tarball, git, release or url",
+            ),
             (
                 "source = { debian = \"linux-source-6.12\", tarball = \"/x.tar\" }",
                 "source: more than one kind of source",
@@ -2346,13 +2349,20 @@ reason = "r"
                 "source = { release = \"6.6.63\", sha256 = \"abc\" }",
                 "source sha256 `abc`: expected 64 hex digits",
             ),
-            ("source = { debian = \"linux-6.12\" }", "expected a linux-source-X.Y package"),
+            (
+                "source = { debian = \"linux-6.12\" }",
+                "expected a linux-source-X.Y package",
+            ),
         ] {
             let e = parse_err(&default_with(from, to));
             assert!(e.starts_with("matrix.toml:54:10: "), "{to}: {e}");
             assert!(e.contains(says), "{to}: {e}");
         }
-        let m = Matrix::parse("matrix.toml", &default_with(from, "source = { release = \"6.6.63\" }")).unwrap();
+        let m = Matrix::parse(
+            "matrix.toml",
+            &default_with(from, "source = { release = \"6.6.63\" }"),
+        )
+        .unwrap();
         assert_eq!(
             m.kernel["6.12"].source.get_ref(),
             &SourceSpec::Download {

@@ -50,8 +50,9 @@ pub fn messages(text: &str) -> Vec<String> {
     // `From 0123abcd Mon Sep 17 00:00:00 2001` or b4's `From git@z Thu Jan  1
     // 00:00:00 1970`; a line in a commit message that merely starts with
     // "From " has no such date.
-    let sep = Regex::new(r"^From \S+ +[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\s*$")
-        .unwrap();
+    let sep =
+        Regex::new(r"^From \S+ +[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\s*$")
+            .unwrap();
     let quoted = Regex::new(r"^>(>*From )").unwrap();
     let mut out: Vec<String> = Vec::new();
     for line in text.split_inclusive('\n') {
@@ -76,7 +77,11 @@ pub fn numbering(subject: &str) -> Option<(u32, usize, usize)> {
     }
     let tag = Regex::new(r"^\[([^\]]*)\]").unwrap();
     let inner = tag.captures(s)?.get(1)?.as_str().to_string();
-    if !inner.to_ascii_uppercase().split_whitespace().any(|w| w == "PATCH") {
+    if !inner
+        .to_ascii_uppercase()
+        .split_whitespace()
+        .any(|w| w == "PATCH")
+    {
         return None;
     }
     let mut version = 1;
@@ -95,7 +100,8 @@ pub fn numbering(subject: &str) -> Option<(u32, usize, usize)> {
 }
 
 fn has_diff(msg: &str) -> bool {
-    msg.lines().any(|l| l.starts_with("diff --git ") || l.starts_with("+++ "))
+    msg.lines()
+        .any(|l| l.starts_with("diff --git ") || l.starts_with("+++ "))
 }
 
 /// The patches of the mbox `shown` (for messages), in order.
@@ -201,10 +207,69 @@ mod tests {
     fn numbering_reads_version_and_counter() {
         assert_eq!(numbering("[PATCH v2 3/7] seccomp: x"), Some((2, 3, 7)));
         assert_eq!(numbering("[PATCH] one"), Some((1, 1, 1)));
-        assert_eq!(numbering("[RFC PATCH net-next v3 0/2] cover"), Some((3, 0, 2)));
+        assert_eq!(
+            numbering("[RFC PATCH net-next v3 0/2] cover"),
+            Some((3, 0, 2))
+        );
         assert_eq!(numbering("Re: [PATCH v2 3/7] seccomp: x"), None);
         assert_eq!(numbering("[GIT PULL] x"), None);
         assert_eq!(numbering("plain"), None);
+    }
+
+    fn msg(subject: &str, diff: bool) -> String {
+        format!(
+            "From git@z Thu Jan  1 00:00:00 1970\nSubject: {subject}\n\nbody\n{}",
+            if diff {
+                "---\ndiff --git a/f b/f\n+++ b/f\n"
+            } else {
+                ""
+            }
+        )
+    }
+
+    #[test]
+    fn patches_come_in_order_without_cover_replies_or_notes() {
+        let t = [
+            msg("[PATCH v2 2/2] b", true),
+            msg("[PATCH v2 0/2] cover", false),
+            msg("Re: [PATCH v2 1/2] a", true),
+            msg("[PATCH v2 1/2] a", true),
+        ]
+        .concat();
+        let p = patches("s.mbx", &t).unwrap();
+        assert_eq!(p.iter().map(|p| p.number).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(file_name(&p[0]), "0001-a.patch");
+    }
+
+    #[test]
+    fn a_gap_a_repeat_two_versions_or_nothing_is_refused_by_name() {
+        let cases = [
+            (
+                vec![msg("[PATCH 1/3] a", true), msg("[PATCH 3/3] c", true)],
+                "s.mbx: patch 2/3 is missing (the mbox has 1, 3 of 3)",
+            ),
+            (
+                vec![
+                    msg("[PATCH 1/2] a", true),
+                    msg("[PATCH 1/2] a", true),
+                    msg("[PATCH 2/2] b", true),
+                ],
+                "s.mbx: patch 1/2 appears twice",
+            ),
+            (
+                vec![msg("[PATCH 1/1] a", true), msg("[PATCH v2 1/1] a", true)],
+                "s.mbx: holds v1 and v2 of the series; keep one (e.g. `b4 am -v 2`)",
+            ),
+            (
+                vec![msg("[PATCH 1/2] a", true), msg("[PATCH 2/3] b", true)],
+                "s.mbx: the patches disagree on the series' length (of 2, of 3)",
+            ),
+            (vec![msg("hello", false)], "s.mbx: no patch in this mbox"),
+        ];
+        for (msgs, says) in cases {
+            let e = patches("s.mbx", &msgs.concat()).unwrap_err().to_string();
+            assert!(e.starts_with(says), "{e}");
+        }
     }
 
     #[test]

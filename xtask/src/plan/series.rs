@@ -1,4 +1,5 @@
-//! A series directory, as the matrix names it: its patch files in order.
+//! A series directory, as the matrix names it: its patch files in order;
+//! or an mbox (plan/mbox.rs), which build/source.rs splits into files.
 //! Plan input (how many patches a series has, which one is the Nth);
 //! build/source.rs hashes and applies them.
 
@@ -10,9 +11,6 @@ use anyhow::{bail, Context, Result};
 /// comments and blank lines skipped) or, without it, `*.patch` sorted by
 /// name. Err when there are none.
 pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
-    if dir.is_file() {
-        return from_mbox(dir);
-    }
     let order = dir.join("series");
     let patches: Vec<PathBuf> = if order.exists() {
         std::fs::read_to_string(&order)?
@@ -36,30 +34,15 @@ pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(patches)
 }
 
-/// The patches of an mbox file, written once as numbered patch files (and
-/// a `series` file) into the cache, under the hash of the mbox's bytes:
-/// the same mbox always gives the same files.
-fn from_mbox(file: &Path) -> Result<Vec<PathBuf>> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let shown = file.display().to_string();
-    let patches = crate::plan::mbox::patches(&shown, &text)?;
-    let key = crate::host::cache::KeyBuilder::new("mbox")
-        .add("bytes", &bytes)
-        .finish();
-    let dir = crate::host::cache::default_root()
-        .join("mbox")
-        .join(&key[..16])
-        .join(crate::plan::variants::name_of(file));
-    let names: Vec<String> = patches.iter().map(crate::plan::mbox::file_name).collect();
-    if !dir.join("series").exists() {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        for (p, n) in patches.iter().zip(&names) {
-            crate::host::cache::write_atomic(&dir.join(n), p.text.as_bytes())?;
-        }
-        crate::host::cache::write_atomic(&dir.join("series"), (names.join("\n") + "\n").as_bytes())?;
+/// How many patches the series at `path` has: a directory's files, or an
+/// mbox's numbered patches.
+pub fn count(name: &str, path: &Path) -> Result<usize> {
+    if path.is_file() {
+        let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let shown = path.display().to_string();
+        return Ok(crate::plan::mbox::patches(&shown, &String::from_utf8_lossy(&text))?.len());
     }
-    Ok(names.iter().map(|n| dir.join(n)).collect())
+    Ok(files(name, path)?.len())
 }
 
 #[cfg(test)]

@@ -241,6 +241,15 @@ fn checkout(run: &Run, c: &CellResult, id: &str, ps: &Patchset, start: &Option<S
     if let Some(s) = start {
         co["start_time"] = json!(s);
     }
+    // A series fetched from the list: the message that brought it.
+    if let Some(o) = run
+        .origins
+        .iter()
+        .find(|o| c.variant == o.series || c.variant.starts_with(&format!("{}@", o.series)))
+    {
+        co["message_id"] = json!(format!("<{}>", o.message_id));
+        co["misc"]["lore"] = json!({"archive": o.archive, "b4": o.b4});
+    }
     co
 }
 
@@ -413,6 +422,46 @@ fn metric_tests(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A series fetched with --lore: its checkouts carry the message id
+    /// (KCIDB's `message_id`, with its angle brackets) and b4's version;
+    /// the base's do not.
+    #[test]
+    fn a_series_from_the_list_names_its_message() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/runs/default-1/results.json"
+        ))
+        .unwrap();
+        let mut run = Run::parse(&text).unwrap();
+        run.origins.push(crate::schema::SeriesOrigin {
+            series: "seccomp-sync-wakeup".into(),
+            message_id: "20230308073201.3102738-1-avagin@google.com".into(),
+            archive: "https://lore.kernel.org/all".into(),
+            b4: "0.16.0".into(),
+        });
+        let never = || false;
+        let doc = kcidb(
+            &run,
+            &BTreeMap::new(),
+            &crate::stats::intervals::MedianCis::new(&never),
+        );
+        let checkouts = doc["checkouts"].as_array().unwrap();
+        let (series, base): (Vec<&Value>, Vec<&Value>) = checkouts
+            .iter()
+            .partition(|c| c["misc"]["variant"] == "seccomp-sync-wakeup");
+        assert!(!series.is_empty() && !base.is_empty());
+        for c in series {
+            assert_eq!(
+                c["message_id"],
+                "<20230308073201.3102738-1-avagin@google.com>"
+            );
+            assert_eq!(c["misc"]["lore"]["b4"], "0.16.0");
+        }
+        for c in base {
+            assert!(c.get("message_id").is_none(), "{c}");
+        }
+    }
 
     /// The schema's own recipe, run by hand on two one-byte patches:
     /// `sha256sum a.patch b.patch | cut -c-64 | sha256sum | cut -c-64`.

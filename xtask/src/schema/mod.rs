@@ -81,7 +81,19 @@ pub struct Run {
     /// Series fetched from the mailing list (`--lore`): message id, archive
     /// and b4's version.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub origins: Vec<crate::host::lore::Origin>,
+    pub origins: Vec<SeriesOrigin>,
+}
+
+/// Where a series came from when it was fetched from the mailing list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesOrigin {
+    /// The series' name in the run (its variant).
+    pub series: String,
+    pub message_id: String,
+    /// The archive b4 fetched it from.
+    pub archive: String,
+    /// `b4 --version`.
+    pub b4: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
