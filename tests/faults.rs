@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod support;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn repo() -> PathBuf {
@@ -929,4 +931,77 @@ fn a_task_hung_in_the_kernel_panics_the_guest_with_the_report() {
             .contains("sysctl.kernel.hung_task_panic=1"),
         "{c}"
     );
+}
+
+/// A host where installing QEMU would remove a package (a backported
+/// qemu-utils, as fresh machines of this kind have): `setup` names it and
+/// changes nothing; with `--yes` it installs and says what apt removes.
+/// apt, dpkg and dpkg-query are the stand-ins of tests/faults/fake-apt.
+#[test]
+fn setup_names_a_package_it_would_remove_and_removes_it_only_with_yes() {
+    if !nix_root() {
+        support::missing(
+            "setup_names_a_package_it_would_remove_and_removes_it_only_with_yes",
+            "root (sudo would not run the stand-in apt-get)",
+        );
+        return;
+    }
+    let dir = out_dir("fake-apt");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in ["apt-get", "apt-cache", "dpkg", "dpkg-query"] {
+        std::fs::copy(
+            repo().join("tests/faults/fake-apt/fake-apt"),
+            bin.join(name),
+        )
+        .unwrap();
+    }
+    let log = dir.join("apt.log");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let setup = |args: &[&str]| {
+        let o = xtask()
+            .arg("setup")
+            .args(args)
+            .env("PATH", &path)
+            .env("FAKE_APT_LOG", &log)
+            .env("FAKE_APT_STATE", &dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        eprintln!("setup {args:?}: {:?}\n{err}", o.status.code());
+        (o.status.code(), err)
+    };
+    let (code, err) = setup(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "installing qemu-system-x86 would remove qemu-utils [1:10.0.2+ds-2+deb13u1~bpo12+1] from this host: nothing was changed"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("Run again with --yes"), "{err}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(calls.contains("apt-get install -s"), "{calls}");
+    assert!(
+        !calls.contains("install -y"),
+        "installed without a yes:\n{calls}"
+    );
+    assert!(!dir.join("installed").exists());
+
+    let (code, err) = setup(&["--yes"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("--yes: apt removes qemu-utils [1:10.0.2+ds-2+deb13u1~bpo12+1]"),
+        "{err}"
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.contains("apt-get install -y -q --no-install-recommends qemu-system-x86"),
+        "{calls}"
+    );
+}
+
+fn nix_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }

@@ -107,7 +107,10 @@ fn the_kernel_repository_workflow_has_no_actionlint_findings() {
 #[test]
 fn the_kernel_repository_workflow_runs_the_simulated_steps() {
     let text = kernel_workflow();
-    assert!(text.contains("\non:\n  workflow_call:\n"), "not a reusable workflow");
+    assert!(
+        text.contains("\non:\n  workflow_call:\n"),
+        "not a reusable workflow"
+    );
     assert!(text.contains("\npermissions:\n  contents: read\n"));
     let jobs = jobs(&text);
     let names: Vec<&str> = jobs.iter().map(|(n, _)| n.as_str()).collect();
@@ -118,18 +121,27 @@ fn the_kernel_repository_workflow_runs_the_simulated_steps() {
             "job {name} has no timeout-minutes"
         );
         assert!(
-            lines.iter().any(|l| l.trim_start().starts_with("bash kmatrix/.ci/kernel-ci ")
-                || l.trim_start().starts_with("run: bash kmatrix/.ci/kernel-ci ")),
+            lines.iter().any(
+                |l| l.trim_start().starts_with("bash kmatrix/.ci/kernel-ci ")
+                    || l.trim_start()
+                        .starts_with("run: bash kmatrix/.ci/kernel-ci ")
+            ),
             "job {name} does not run .ci/kernel-ci"
         );
         for l in lines {
             let t = l.trim_start();
             if t.starts_with("run: ") || t.starts_with("- run: ") {
-                assert!(!t.contains("${{"), "job {name}: expression in a shell script: {l}");
+                assert!(
+                    !t.contains("${{"),
+                    "job {name}: expression in a shell script: {l}"
+                );
             }
         }
     }
-    assert!(text.contains("kmatrix-ref: REF"), "the example does not pin kmatrix");
+    assert!(
+        text.contains("kmatrix-ref: REF"),
+        "the example does not pin kmatrix"
+    );
 }
 
 /// The lint can fail: a workflow with an undefined matrix property and a
