@@ -88,18 +88,20 @@ fn run_logged(cmd: Command, log: &Path, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Produces the final .config for (tree, arch, request), cached by inputs.
+/// Produces the final .config for (tree, arch, request), cached by its
+/// inputs: `kconfig_id` (what Kconfig reads of the tree, source.rs), the
+/// arch, the base target, the compiler, the fragments and lines.
 pub fn configure(
     cache: &Cache,
     tree: &Path,
     checkout: &dyn Fn() -> Result<()>,
-    tree_id: &str,
+    kconfig_id: &str,
     arch: Arch,
     req: &ConfigRequest,
     log: &Path,
 ) -> Result<ConfigOutcome> {
     let mut k = KeyBuilder::new("config");
-    k.add("tree", tree_id.as_bytes())
+    k.add("kconfig", kconfig_id.as_bytes())
         .add("arch", arch.name().as_bytes())
         .add("base", req.base_target.as_bytes());
     k.add("cc", compiler_version(arch).as_bytes());

@@ -812,6 +812,39 @@ pub fn kernel_tree_id(repo: &Path, commit: &str) -> Result<String> {
         .finish())
 }
 
+/// Identity of what the config step (`make tinyconfig`, merge_config.sh,
+/// olddefconfig) reads at `commit`: every `Kconfig*` file, `scripts/`
+/// (kconfig itself and the scripts Kconfig's `$(shell,...)` runs), every
+/// `configs/` directory (the `*.config` fragments make targets merge) and
+/// the top-level and arch Makefiles. A series that changes only `.c` or
+/// `.h` files keeps it, so its variant reuses the base's .config instead of
+/// making it again.
+pub fn kconfig_id(repo: &Path, commit: &str) -> Result<String> {
+    let listing = git_ok(
+        repo,
+        &["ls-tree", "-r", "--full-tree", commit],
+        "git ls-tree -r (kconfig)",
+    )?;
+    let kept: Vec<&str> = listing
+        .lines()
+        .filter(|l| {
+            let path = l.split_once('\t').map_or("", |(_, p)| p);
+            let name = path.rsplit('/').next().unwrap_or(path);
+            let in_arch_top = path
+                .strip_prefix("arch/")
+                .is_some_and(|rest| rest.split('/').count() == 2);
+            name.starts_with("Kconfig")
+                || path.starts_with("scripts/")
+                || path.contains("/configs/")
+                || path == "Makefile"
+                || (in_arch_top && name == "Makefile")
+        })
+        .collect();
+    Ok(KeyBuilder::new("kconfig")
+        .add("ls-tree", kept.join("\n").as_bytes())
+        .finish())
+}
+
 /// Identity of what `make headers_install` reads at `commit` for `arch`:
 /// the uapi trees, the syscall tables the x86 unistd headers are generated
 /// from, the scripts and Makefiles that run it. A series that changes only
@@ -1171,6 +1204,31 @@ mod tests {
         assert_ne!(id("u2", "x86_64"), id("u3", "x86_64"), "x86's own uapi");
         assert_eq!(id("u2", "arm64"), id("u3", "arm64"), "another arch's uapi");
         assert_ne!(id("u0", "x86_64"), id("u0", "arm64"));
+    }
+
+    #[test]
+    fn the_kconfig_id_changes_with_what_kconfig_reads_not_with_c_files() {
+        let root = scratch("kconfig");
+        let (base, _, _) = fixture(&root);
+        let r = &base.repo;
+        sh(
+            r,
+            "git checkout -q base; mkdir -p init scripts/kconfig arch/x86/configs drivers/x;
+             echo 'config A' > init/Kconfig; echo t > scripts/kconfig/conf.c;
+             echo 'CONFIG_A=y' > arch/x86/configs/tiny.config; echo x > drivers/x/x.c;
+             echo all: > Makefile; git add -A; git commit -qm k; git tag k0;
+             echo c >> kernel/seccomp.c; echo h > drivers/x/x.h; git add -A; git commit -qm c; git tag k1;
+             echo 'config B' > drivers/x/Kconfig.debug; git add -A; git commit -qm kd; git tag k2;
+             echo u >> scripts/kconfig/conf.c; git commit -qam s; git tag k3;
+             echo 'CONFIG_B=y' >> arch/x86/configs/tiny.config; git commit -qam f; git tag k4;
+             echo y >> Makefile; git commit -qam m; git tag k5",
+        );
+        let id = |t: &str| kconfig_id(r, t).unwrap();
+        assert_eq!(id("k0"), id("k1"), "a .c and a .h change");
+        assert_ne!(id("k1"), id("k2"), "a new Kconfig.debug");
+        assert_ne!(id("k2"), id("k3"), "kconfig's own source");
+        assert_ne!(id("k3"), id("k4"), "a configs/ fragment");
+        assert_ne!(id("k4"), id("k5"), "the top Makefile");
     }
 
     #[test]

@@ -526,6 +526,8 @@ struct Source {
     test_commit: String,
     /// The commit's kernel tree without tools/ (the build's cache key).
     kernel_id: String,
+    /// What the config step reads of the commit (the config's cache key).
+    kconfig_id: String,
     /// Whether the build tree is at `commit` yet: it is switched only when
     /// something is built from it (a config or a kernel not in the cache).
     switched: std::cell::Cell<bool>,
@@ -667,11 +669,13 @@ fn source_phase(ctx: &Ctx, cell: &Cell, ev: &CellEvents) -> Phased<Source> {
         _ => commit.clone(),
     };
     let kernel_id = source::kernel_tree_id(&trees.repo, &commit)?;
+    let kconfig_id = source::kconfig_id(&trees.repo, &commit)?;
     Ok(Source {
         trees,
         commit,
         test_commit,
         kernel_id,
+        kconfig_id,
         switched: std::cell::Cell::new(false),
     })
 }
@@ -735,7 +739,7 @@ fn config_phase(
         ctx.cache,
         &src.trees.build,
         &|| src.checkout(),
-        &src.kernel_id,
+        &src.kconfig_id,
         cell.arch,
         &req,
         &config_log,
