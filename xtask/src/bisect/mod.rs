@@ -713,8 +713,11 @@ pub fn checkout(
     let mut log = |s: &str| eprintln!("{s}");
     let base = source::prepare_base(m.kernel[&kernel].source.get_ref(), cache, &mut log)?;
     let trees = source::Trees::open(&base, &kernel, cache, &mut log)?;
+    // The kernel's series (the one --series, --series-name or --patches
+    // names, else its first), as the docs promise; none for a kernel
+    // without one.
     let series = match m.kernel[&kernel].series.first() {
-        Some(s) if sources.series_dir.is_some() || sources.series_name.is_some() => {
+        Some(s) => {
             let name = variants::pick_series(&m, &kernel, sources.series_name.as_deref())
                 .unwrap_or_else(|_| s.get_ref().clone());
             let spec = &m.series[&name];

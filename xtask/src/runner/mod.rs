@@ -236,6 +236,51 @@ struct Booting {
     records: Vec<BootRecord>,
 }
 
+/// Where a cell built and never booted (patchcheck's per-patch steps)
+/// has its tree and build directory.
+pub struct BuiltOnly {
+    /// The kernel's trees; `commit` is the variant's.
+    pub trees: Rc<Trees>,
+    pub commit: String,
+    /// The persistent O= directory of the cell's kernel/arch/config.
+    pub build_dir: PathBuf,
+}
+
+/// Source, config and build of a cell, nothing after: its result (`pass`
+/// when it built; a patch that does not apply, a config or build error is
+/// its outcome with the evidence) and, once the source phase got that
+/// far, where it was built. Err: a failure of the harness.
+pub fn build_only(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<(CellResult, Option<BuiltOnly>)> {
+    let id = cell.id();
+    let ev = CellEvents { cell: &id, sink };
+    let dir = ctx.cell_dir(cell);
+    std::fs::create_dir_all(&dir)?;
+    let mut r = new_result(cell, ctx);
+    let src = match source_phase(ctx, cell, &ev) {
+        Ok(s) => s,
+        Err(Stop::Cell(o, e)) => return Ok((failed(r, o, e), None)),
+        Err(Stop::Harness(e)) => return Err(e),
+    };
+    let built = BuiltOnly {
+        trees: src.trees.clone(),
+        commit: src.commit.clone(),
+        build_dir: ctx
+            .cache
+            .dir(&["build", &cell.kernel, cell.arch.name(), &cell.config]),
+    };
+    let rest = config_phase(ctx, cell, &ev, &dir, &src, &mut r)
+        .and_then(|config| build_phase(ctx, cell, &ev, &dir, &src, &config, &mut r));
+    let r = match rest {
+        Ok(_) => {
+            r.outcome = Outcome::Pass;
+            r
+        }
+        Err(Stop::Cell(o, e)) => failed(r, o, e),
+        Err(Stop::Harness(e)) => return Err(e),
+    };
+    Ok((r, Some(built)))
+}
+
 /// Source, config, build and rootfs of a cell; no boot yet.
 pub fn start_cell<'c>(ctx: &Ctx, cell: &'c Cell, sink: &dyn Sink) -> CellRun<'c> {
     let started = Instant::now();

@@ -1,0 +1,153 @@
+//! What patchcheck reads from the tools it runs: checkpatch.pl's findings,
+//! the compiler's warnings about one file, kernel-doc's warnings. Text in,
+//! findings out; line numbers are dropped from warnings, so a warning that
+//! only moved is not new.
+
+use std::collections::BTreeSet;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// One checkpatch.pl finding (`--show-types`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// ERROR, WARNING or CHECK.
+    pub severity: String,
+    /// checkpatch's type, e.g. CODE_INDENT.
+    pub kind: String,
+    pub message: String,
+    /// `FILE:LINE` for a finding in the diff; empty for the commit message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub location: String,
+}
+
+/// The findings of `checkpatch.pl --strict --show-types PATCH`.
+pub fn checkpatch(output: &str) -> Vec<Finding> {
+    let head = Regex::new(r"^(ERROR|WARNING|CHECK):([A-Z0-9_]+): (.*)$").unwrap();
+    let at = Regex::new(r"^#\d+: FILE: (\S+?):(\d+):").unwrap();
+    let mut out: Vec<Finding> = Vec::new();
+    let mut lines = output.lines().peekable();
+    while let Some(l) = lines.next() {
+        let Some(c) = head.captures(l) else {
+            continue;
+        };
+        let location = lines
+            .peek()
+            .and_then(|n| at.captures(n))
+            .map(|c| format!("{}:{}", &c[1], &c[2]))
+            .unwrap_or_default();
+        out.push(Finding {
+            severity: c[1].to_string(),
+            kind: c[2].to_string(),
+            message: c[3].trim().to_string(),
+            location,
+        });
+    }
+    out
+}
+
+/// Severities at or above `level` (error < warning < check in strictness).
+pub fn counts_at(findings: &[Finding], level: &str) -> usize {
+    let rank = |s: &str| match s {
+        "ERROR" => 0,
+        "WARNING" => 1,
+        _ => 2,
+    };
+    let max = rank(&level.to_ascii_uppercase());
+    findings.iter().filter(|f| rank(&f.severity) <= max).count()
+}
+
+/// GCC/clang warnings about `file` (a path relative to the tree; the
+/// compiler may print it with any prefix), as `FILE: warning: MESSAGE`.
+pub fn compiler_warnings(output: &str, file: &str) -> BTreeSet<String> {
+    let re = Regex::new(r"^(\S+?):\d+:\d+: warning: (.*)$").unwrap();
+    output
+        .lines()
+        .filter_map(|l| re.captures(l.trim_end()))
+        .filter(|c| &c[1] == file || c[1].ends_with(&format!("/{file}")))
+        .map(|c| format!("{file}: warning: {}", c[2].trim()))
+        .collect()
+}
+
+/// kernel-doc's warnings (`scripts/kernel-doc -none FILE`), as
+/// `FILE: warning: MESSAGE`.
+pub fn kernel_doc(output: &str) -> BTreeSet<String> {
+    let re = Regex::new(r"^(\S+?):\d+: warning: (.*)$").unwrap();
+    output
+        .lines()
+        .filter_map(|l| re.captures(l.trim_end()))
+        .map(|c| format!("{}: warning: {}", &c[1], c[2].trim()))
+        .collect()
+}
+
+/// The first error line of a build log (`FILE:L:C: error: ...`), for a
+/// table cell.
+pub fn first_error(text: &str) -> String {
+    text.lines()
+        .find(|l| l.contains(": error: ") || l.contains(": fatal error: "))
+        .or_else(|| text.lines().find(|l| l.contains("Error ")))
+        .map(|l| l.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Files a patch's diff touches (`diff --git a/X b/X`), in order.
+pub fn touched(patch: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in patch.lines() {
+        if let Some(rest) = l.strip_prefix("diff --git a/") {
+            if let Some((_, b)) = rest.split_once(" b/") {
+                if !out.iter().any(|f| f == b) {
+                    out.push(b.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(format!(
+            "{}/../tests/fixtures/patchcheck/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    /// checkpatch.pl of 6.1 on the planted patch that indents with spaces
+    /// and leaves a trailing space (the capture): each finding with its
+    /// type and place.
+    #[test]
+    fn checkpatch_findings_come_with_type_and_place() {
+        let f = checkpatch(&fixture("checkpatch-6.1-spaces.txt"));
+        assert!(
+            f.iter().any(|x| x.severity == "ERROR"
+                && x.kind == "CODE_INDENT"
+                && x.location.starts_with("kernel/seccomp.c:")),
+            "{f:?}"
+        );
+        assert_eq!(counts_at(&f, "error"), f.iter().filter(|x| x.severity == "ERROR").count());
+        assert!(counts_at(&f, "check") >= counts_at(&f, "warning"));
+    }
+
+    /// gcc 12's output for a planted unused variable, from a real W=1
+    /// object build: the warning about the file, without its line.
+    #[test]
+    fn compiler_warnings_about_one_file_without_line_numbers() {
+        let w = compiler_warnings(&fixture("gcc-unused-variable.txt"), "kernel/seccomp.c");
+        assert!(
+            w.iter().any(|x| x.starts_with("kernel/seccomp.c: warning: unused variable")),
+            "{w:?}"
+        );
+        assert!(compiler_warnings(&fixture("gcc-unused-variable.txt"), "kernel/fork.c").is_empty());
+    }
+
+    #[test]
+    fn touched_files_in_diff_order() {
+        let p = "Subject: x\n\ndiff --git a/kernel/a.c b/kernel/a.c\n+x\ndiff --git a/include/b.h b/include/b.h\n";
+        assert_eq!(touched(p), ["kernel/a.c", "include/b.h"]);
+    }
+}
