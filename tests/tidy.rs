@@ -171,7 +171,7 @@ const LAYERS: &[&[&str]] = &[
     &["kinds"],
     &["stats", "analyze", "build", "boot"],
     &["runner", "report"],
-    &["bisect"],
+    &["bisect", "patchcheck"],
     &["cli"],
     &["main"],
 ];

@@ -10,6 +10,7 @@ mod build;
 mod cli;
 mod host;
 mod kinds;
+mod patchcheck;
 mod plan;
 mod report;
 mod runner;

@@ -21,6 +21,7 @@ mod compare;
 mod list;
 mod matrix;
 mod merge;
+mod patchcheck;
 mod report;
 mod reports;
 mod setup;
@@ -58,7 +59,7 @@ pub enum Cmd {
     Matrix(matrix::MatrixCmd),
     /// Boot one cell with an interactive busybox shell on the console.
     Boot(boot::BootCmd),
-    /// Install the host packages the harness needs (Debian 12, root or sudo),
+    /// Install the host packages the harness needs (Debian 12 or 13, root or sudo),
     /// and the tools its test suite checks reports with (cache/tools).
     Setup(setup::SetupCmd),
     /// Print the cell ids the matrix expands to (one per line, or JSON for CI fan-out).
@@ -75,6 +76,10 @@ pub enum Cmd {
     /// applied as commits (branch `kmatrix` on tag `kmatrix-base`): a tree
     /// to work in, and to give to --tree or `git bisect run`.
     Checkout(checkout::CheckoutCmd),
+    /// Each patch of a series built on every arch/config of its kernel
+    /// (incremental), with the compiler warnings it adds in its files,
+    /// checkpatch --strict and kernel-doc: patchcheck.md, patchcheck.json.
+    Patchcheck(patchcheck::PatchcheckCmd),
     /// Compare metrics of a finished run (default results/latest) with
     /// statistics; with two runs, each cell of RUN_B against the same cell of RUN_DIR.
     Compare(compare::CompareCmd),
@@ -596,6 +601,7 @@ impl Cmd {
             Cmd::Bisect(c) => c.run(env),
             Cmd::BisectStep(c) => c.run(env),
             Cmd::Checkout(c) => c.run(env),
+            Cmd::Patchcheck(c) => c.run(env),
             Cmd::Compare(c) => c.run(env),
             Cmd::AaRate(c) => c.run(env),
             Cmd::Merge(c) => c.run(env),

@@ -59,7 +59,19 @@ pub fn name_of(path: &Path) -> String {
 /// The series name `--range BASE..TIP` gives its commits (as
 /// `bisect::apply_sources` names it).
 pub fn range_name(range: &str) -> String {
-    name_of(Path::new(&range.replace('/', "-")))
+    // A full commit id (what CI passes) is shortened as git log does.
+    let short = |end: &str| -> String {
+        if end.len() == 40 && end.bytes().all(|b| b.is_ascii_hexdigit()) {
+            end[..12].to_string()
+        } else {
+            end.to_string()
+        }
+    };
+    let named = match range.split_once("..") {
+        Some((a, b)) => format!("{}..{}", short(a), short(b)),
+        None => range.to_string(),
+    };
+    name_of(Path::new(&named.replace('/', "-")))
 }
 
 /// Replaces the matrix's kernels by one built from a local git tree at
@@ -285,6 +297,11 @@ command = "true"
         assert_eq!(name_of(Path::new("/tmp/my series")), "my-series");
         assert_eq!(name_of(Path::new("/x/base")), "tree");
         assert_eq!(name_of(Path::new("/")), "tree");
+        assert_eq!(range_name("v6.12..my/branch"), "v6.12..my-branch");
+        assert_eq!(
+            range_name("ad28805fe2c01cb6d2b70d35eb922512db3f8e31..b515d3cfbac8d865d527c6281b3d0ea67256a6c4"),
+            "ad28805fe2c0..b515d3cfbac8"
+        );
     }
 
     #[test]

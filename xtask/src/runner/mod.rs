@@ -250,7 +250,11 @@ pub struct BuiltOnly {
 /// when it built; a patch that does not apply, a config or build error is
 /// its outcome with the evidence) and, once the source phase got that
 /// far, where it was built. Err: a failure of the harness.
-pub fn build_only(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<(CellResult, Option<BuiltOnly>)> {
+pub fn build_only(
+    ctx: &Ctx,
+    cell: &Cell,
+    sink: &dyn Sink,
+) -> Result<(CellResult, Option<BuiltOnly>)> {
     let id = cell.id();
     let ev = CellEvents { cell: &id, sink };
     let dir = ctx.cell_dir(cell);

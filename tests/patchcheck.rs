@@ -1,0 +1,125 @@
+//! `cargo xtask patchcheck` on real builds of 6.1: the planted series of
+//! tests/patchcheck/planted (a new warning, a checkpatch error, a break of
+//! the arm64 build only), each named with its patch and its text.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+#[test]
+fn each_planted_fault_is_named_with_its_patch_and_text() {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("patchcheck-planted");
+    let _ = std::fs::remove_dir_all(&out);
+    let t = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(repo())
+        .args([
+            "patchcheck",
+            "--kernel",
+            "6.1",
+            "--series",
+            "tests/patchcheck/planted",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    eprintln!(
+        "patchcheck: exit {:?} in {:.0}s\n{stderr}\n{stdout}",
+        o.status.code(),
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a planted fault must fail the check"
+    );
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("patchcheck.json")).unwrap())
+            .unwrap();
+    let targets: Vec<&str> = c["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["x86_64/tiny", "arm64/tiny"]);
+    let p = |i: usize| &c["patches"][i];
+    let build = |i: usize, t: usize| &p(i)["builds"][t];
+    for t in 0..2 {
+        assert_eq!(c["base"][t]["outcome"], "pass", "{}", c["base"][t]);
+    }
+    // 1: the unused variable, a new warning on both arches, nothing else new.
+    for t in 0..2 {
+        let w: Vec<&str> = build(0, t)["new_warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            w,
+            ["kernel/seccomp.c: warning: unused variable 'waited' [-Wunused-variable]"],
+            "{}",
+            build(0, t)
+        );
+    }
+    assert!(
+        p(0)["checkpatch"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] != "ERROR"),
+        "{}",
+        p(0)
+    );
+    // 2: checkpatch's ERROR, with its type and place; it builds clean.
+    let errors: Vec<&Value> = p(1)["checkpatch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "ERROR")
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", p(1));
+    assert_eq!(errors[0]["kind"], "CODE_INDENT");
+    assert!(errors[0]["location"]
+        .as_str()
+        .unwrap()
+        .starts_with("kernel/seccomp.c:"));
+    for t in 0..2 {
+        assert_eq!(build(1, t)["outcome"], "pass");
+        assert!(
+            build(1, t)["new_warnings"].as_array().unwrap().is_empty(),
+            "{}",
+            build(1, t)
+        );
+    }
+    // 3: arm64 breaks here, with the #error's line; x86_64 builds on.
+    assert_eq!(build(2, 0)["outcome"], "pass", "{}", build(2, 0));
+    assert_eq!(build(2, 1)["outcome"], "build-error", "{}", build(2, 1));
+    let first = build(2, 1)["first_error"].as_str().unwrap();
+    assert!(
+        first.starts_with("kernel/seccomp.c:")
+            && first.ends_with("error: #error \"planted: this patch breaks the arm64 build only\""),
+        "{first}"
+    );
+    let md = std::fs::read_to_string(out.join("patchcheck.md")).unwrap();
+    assert!(
+        md.contains("- arm64/tiny: first broken by patch 3 \"seccomp: a change that only arm64 does not build\""),
+        "{md}"
+    );
+    assert!(md.contains("- patch 1 \"seccomp: count the wake-ups of a user notification\": 1 new compiler warning on x86_64/tiny, arm64/tiny"), "{md}");
+    assert!(md.contains("- patch 2 \"seccomp: add a helper that says whether a notification is planted\": 1 checkpatch finding at error or worse"), "{md}");
+    assert!(!md.contains("x86_64/tiny: first broken"), "{md}");
+}

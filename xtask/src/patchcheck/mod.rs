@@ -1,0 +1,407 @@
+//! `patchcheck`: what a maintainer checks before applying a series, patch
+//! by patch. For each patch in order and each arch/config of the matrix:
+//! the kernel built with the series up to that patch (incremental, in the
+//! kernel's shared O= directory, through the runner's own source, config
+//! and build phases, so the last step is the matrix's own cached build),
+//! and the `.c` files the patch touches compiled alone before and after
+//! it, with and without `W=1`, so the warnings it adds are found by their
+//! text; `scripts/checkpatch.pl --strict` on the patch and `scripts/
+//! kernel-doc -none` on its files, both from the tree. Nothing is booted.
+
+pub mod parse;
+pub mod report;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::build::kbuild;
+use crate::build::source::{PatchInfo, Trees};
+use crate::host::proc::{self, limit};
+use crate::plan::matrix::{Cell, Filters, Matrix};
+use crate::runner::{self, Ctx};
+use crate::schema::Outcome;
+use parse::Finding;
+
+pub const SCHEMA: u32 = 1;
+
+/// patchcheck.json.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Check {
+    pub schema: u32,
+    pub kernel: String,
+    pub series: String,
+    /// `ARCH/CONFIG`, the columns.
+    pub targets: Vec<String>,
+    /// The base alone, per target.
+    pub base: Vec<Built>,
+    pub patches: Vec<Patch>,
+    /// checkpatch severities that fail the check: error, warning or check.
+    pub fail_on: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Patch {
+    /// 1-based place in the series.
+    pub number: usize,
+    pub info: PatchInfo,
+    pub files: Vec<String>,
+    /// One per target, in `targets` order.
+    pub builds: Vec<Built>,
+    pub checkpatch: Vec<Finding>,
+    /// kernel-doc warnings in the patch's files that the patch adds.
+    pub kernel_doc: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Built {
+    pub target: String,
+    /// `pass`, `build-error`, `config-error`, `apply-error`, `infra-error`.
+    pub outcome: String,
+    /// The first error line of a failed build.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub first_error: String,
+    /// Compiler warnings the patch adds in its files (default flags).
+    #[serde(default)]
+    pub new_warnings: Vec<String>,
+    /// Warnings the patch adds that only `W=1` shows.
+    #[serde(default)]
+    pub new_w1_warnings: Vec<String>,
+    pub build_s: f64,
+    pub cached: bool,
+    pub incremental: bool,
+    /// The build log, when one was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
+}
+
+impl Built {
+    pub fn ok(&self) -> bool {
+        self.outcome == "pass"
+    }
+}
+
+impl Check {
+    /// Whether a patch brings something new: a build that fails where the
+    /// previous step built, new warnings, or checkpatch findings at
+    /// `fail_on`.
+    pub fn patch_is_bad(&self, p: &Patch) -> bool {
+        let prev = |t: usize| -> bool {
+            if p.number == 1 {
+                self.base[t].ok()
+            } else {
+                self.patches[p.number - 2].builds[t].ok()
+            }
+        };
+        p.builds
+            .iter()
+            .enumerate()
+            .any(|(t, b)| (!b.ok() && prev(t)) || !b.new_warnings.is_empty())
+            || parse::counts_at(&p.checkpatch, &self.fail_on) > 0
+    }
+
+    /// The exit code: 0 nothing new, 1 a patch brought something.
+    pub fn code(&self) -> u8 {
+        u8::from(self.patches.iter().any(|p| self.patch_is_bad(p)))
+    }
+}
+
+/// What to check: the matrix with the source flags applied, the kernel,
+/// its series (already cut to `--patches`) and the run directory.
+pub struct Plan<'a> {
+    pub matrix: Matrix,
+    pub root: &'a Path,
+    pub cache: &'a crate::host::cache::Cache,
+    pub kernel: String,
+    pub series: String,
+    pub arches: Vec<String>,
+    pub run_dir: PathBuf,
+    pub fail_on: String,
+}
+
+/// Runs the check; writes patchcheck.json and patchcheck.md into the run
+/// directory.
+pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
+    let mut m = plan.matrix;
+    let spec = &m.series[&plan.series];
+    let series = crate::build::source::Series::load_prefix(
+        &plan.series,
+        &plan.root.join(&spec.dir),
+        spec.take,
+    )?;
+    let infos = series.info();
+    let n = series.patches.len();
+    let names = crate::plan::variants::prefixes(&mut m, &plan.kernel, &plan.series, n);
+    let filters = Filters {
+        kernel: vec![plan.kernel.clone()],
+        arch: plan.arches.clone(),
+        ..Default::default()
+    };
+    let cells = m.cells(&filters)?;
+    let mut targets: Vec<(String, String)> = Vec::new();
+    for c in &cells {
+        let t = (c.arch.name().to_string(), c.config.clone());
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+    }
+    let ctx = Ctx::new(
+        &m,
+        plan.root.to_path_buf(),
+        plan.cache,
+        plan.run_dir.clone(),
+        Default::default(),
+    );
+    let texts: Vec<String> = series
+        .patches
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    let files: Vec<Vec<String>> = texts.iter().map(|t| parse::touched(t)).collect();
+    let mut check = Check {
+        schema: SCHEMA,
+        kernel: plan.kernel.clone(),
+        series: plan.series.clone(),
+        targets: targets.iter().map(|(a, c)| format!("{a}/{c}")).collect(),
+        base: vec![],
+        patches: infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| Patch {
+                number: i + 1,
+                info: info.clone(),
+                files: files[i].clone(),
+                builds: vec![],
+                checkpatch: vec![],
+                kernel_doc: vec![],
+            })
+            .collect(),
+        fail_on: plan.fail_on.clone(),
+    };
+    let total = targets.len() * (n + 1);
+    let mut step = 0;
+    let mut docs_done = false;
+    for (arch, config) in &targets {
+        let variants: Vec<String> = std::iter::once("base".to_string())
+            .chain(names.iter().cloned())
+            .collect();
+        let cell_of = |v: &str| -> Cell {
+            cells
+                .iter()
+                .find(|c| c.arch.name() == arch && &c.config == config && c.variant == v)
+                .cloned()
+                .expect("every prefix has a cell per target")
+        };
+        let mut commits: Vec<Option<String>> = Vec::new();
+        let mut trees: Option<std::rc::Rc<Trees>> = None;
+        let mut build_dir = PathBuf::new();
+        for (k, v) in variants.iter().enumerate() {
+            step += 1;
+            let cell = cell_of(v);
+            let cui = ui.cell(step, total, &cell.id());
+            // The patch's files before it: compiled at the previous step's
+            // commit, in the same O= dir.
+            let before = match (k, &trees, commits.last()) {
+                (1.., Some(t), Some(Some(prev))) => Some(objects(
+                    t,
+                    prev,
+                    &build_dir,
+                    cell.arch,
+                    &files[k - 1],
+                    &plan.run_dir,
+                )?),
+                _ => None,
+            };
+            let t0 = Instant::now();
+            let (r, built) = runner::build_only(&ctx, &cell, &cui)?;
+            let mut b = Built {
+                target: format!("{arch}/{config}"),
+                outcome: r.outcome.as_str().to_string(),
+                build_s: t0.elapsed().as_secs_f64(),
+                cached: r.timings.build_cached,
+                incremental: r.timings.build_incremental,
+                log: r.logs.build.clone(),
+                ..Default::default()
+            };
+            if r.outcome != Outcome::Pass {
+                b.first_error = r
+                    .evidence
+                    .iter()
+                    .map(|e| parse::first_error(&e.excerpt))
+                    .find(|l| !l.is_empty())
+                    .or_else(|| r.evidence.first().map(|e| e.what.clone()))
+                    .unwrap_or_default();
+                // Paths as in the tree, not in the cache's worktree.
+                if let Some(x) = &built {
+                    let prefix = format!("{}/", x.trees.build.display());
+                    b.first_error = b.first_error.replace(&prefix, "");
+                }
+            }
+            let commit = built.as_ref().map(|x| x.commit.clone());
+            if let Some(x) = &built {
+                trees = Some(x.trees.clone());
+                build_dir = x.build_dir.clone();
+            }
+            if k >= 1 && b.ok() {
+                if let (Some(t), Some(c), Some(before)) = (&trees, &commit, before) {
+                    let after = objects(t, c, &build_dir, cell.arch, &files[k - 1], &plan.run_dir)?;
+                    b.new_warnings = after.0.difference(&before.0).cloned().collect();
+                    b.new_w1_warnings = after
+                        .1
+                        .difference(&before.1)
+                        .filter(|w| !after.0.contains(*w))
+                        .cloned()
+                        .collect();
+                }
+            }
+            cui.finish(&format!(
+                "{} {:.0}s{}",
+                b.outcome,
+                b.build_s,
+                if b.new_warnings.is_empty() {
+                    String::new()
+                } else {
+                    format!(", new warnings: {}", b.new_warnings.len())
+                }
+            ));
+            if k == 0 {
+                check.base.push(b);
+            } else {
+                check.patches[k - 1].builds.push(b);
+            }
+            commits.push(commit);
+        }
+        // kernel-doc and checkpatch once, from the first target's trees.
+        if !docs_done {
+            if let Some(t) = &trees {
+                for k in 1..=n {
+                    if let (Some(Some(prev)), Some(Some(cur))) =
+                        (commits.get(k - 1), commits.get(k))
+                    {
+                        let before = kernel_doc(t, prev, &files[k - 1])?;
+                        let after = kernel_doc(t, cur, &files[k - 1])?;
+                        check.patches[k - 1].kernel_doc =
+                            after.difference(&before).cloned().collect();
+                    }
+                }
+                if let Some(Some(base)) = commits.first() {
+                    let work = t.checkout_work(base)?.to_path_buf();
+                    for (k, p) in series.patches.iter().enumerate() {
+                        check.patches[k].checkpatch = checkpatch(&work, p)?;
+                    }
+                }
+                docs_done = true;
+            }
+        }
+    }
+    crate::host::cache::write_atomic(
+        &plan.run_dir.join("patchcheck.json"),
+        serde_json::to_string_pretty(&check)?.as_bytes(),
+    )?;
+    crate::host::cache::write_atomic(
+        &plan.run_dir.join("patchcheck.md"),
+        report::markdown(&check).as_bytes(),
+    )?;
+    Ok(check)
+}
+
+/// The warnings of each `.c` file of `files` compiled alone at `commit`
+/// (default flags, then `W=1`); a file this config does not build gives
+/// none.
+fn objects(
+    trees: &Trees,
+    commit: &str,
+    build_dir: &Path,
+    arch: crate::plan::arch::Arch,
+    files: &[String],
+    run_dir: &Path,
+) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
+    let sources: Vec<&String> = files
+        .iter()
+        .filter(|f| f.ends_with(".c") && !f.starts_with("tools/") && !f.starts_with("scripts/"))
+        .collect();
+    let mut plain = BTreeSet::new();
+    let mut w1 = BTreeSet::new();
+    if sources.is_empty() || !build_dir.join(".config").exists() {
+        return Ok((plain, w1));
+    }
+    let tree = trees.checkout_build(commit)?.to_path_buf();
+    let log = run_dir.join("patchcheck-objects.log");
+    for f in sources {
+        if !tree.join(f).exists() {
+            continue; // the patch removed it
+        }
+        let obj = f.trim_end_matches(".c").to_string() + ".o";
+        for (extra, into) in [(None, &mut plain), (Some("W=1"), &mut w1)] {
+            let _ = std::fs::remove_file(build_dir.join(&obj));
+            let mut make = Command::new("make");
+            make.args(kbuild::make_args(&tree, build_dir, arch))
+                .args(extra)
+                .arg(&obj)
+                .env("KBUILD_BUILD_TIMESTAMP", "1970-01-01")
+                // The compiler's own words, in ASCII quotes, on any host.
+                .env("LC_ALL", "C");
+            let done = proc::run(make, limit::scaled(limit::MAKE_CONFIG))
+                .with_context(|| format!("make {obj}"))?;
+            let text = format!("{}\n{}", done.stdout, done.stderr);
+            append(
+                &log,
+                &format!("== {commit} {arch} {} {obj}\n{text}", extra.unwrap_or("")),
+            );
+            into.extend(parse::compiler_warnings(&text, f));
+        }
+    }
+    Ok((plain, w1))
+}
+
+fn kernel_doc(trees: &Trees, commit: &str, files: &[String]) -> Result<BTreeSet<String>> {
+    let docs: Vec<&String> = files
+        .iter()
+        .filter(|f| (f.ends_with(".c") || f.ends_with(".h")) && !f.starts_with("tools/"))
+        .collect();
+    let mut out = BTreeSet::new();
+    if docs.is_empty() {
+        return Ok(out);
+    }
+    let tree = trees.checkout_build(commit)?.to_path_buf();
+    let present: Vec<&&String> = docs.iter().filter(|f| tree.join(f).exists()).collect();
+    if present.is_empty() {
+        return Ok(out);
+    }
+    let mut c = Command::new("perl");
+    c.arg(tree.join("scripts/kernel-doc"))
+        .arg("-none")
+        .args(present.iter().map(|f| f.as_str()))
+        .current_dir(&tree);
+    let done = proc::run(c, limit::scaled(limit::GIT)).context("scripts/kernel-doc -none")?;
+    out.extend(parse::kernel_doc(&format!(
+        "{}\n{}",
+        done.stdout, done.stderr
+    )));
+    Ok(out)
+}
+
+fn checkpatch(work: &Path, patch: &Path) -> Result<Vec<Finding>> {
+    let mut c = Command::new("perl");
+    c.arg(work.join("scripts/checkpatch.pl"))
+        .args(["--strict", "--show-types", "--color=never"])
+        .arg(patch)
+        .current_dir(work);
+    let done = proc::run(c, limit::scaled(limit::GIT)).context("scripts/checkpatch.pl")?;
+    Ok(parse::checkpatch(&done.stdout))
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = f.write_all(text.as_bytes());
+    }
+}
