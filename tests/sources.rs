@@ -158,6 +158,12 @@ libs = ["m"]
     p
 }
 
+/// `checkout` of kernel `k` of the matrix at `matrix` into `dest`.
+fn checkout_k(matrix: &Path, dest: &Path, env: &[(&str, String)]) -> Ran {
+    let (m, d) = (matrix.display().to_string(), dest.display().to_string());
+    xtask(&["checkout", "--matrix", &m, "--no-setup", "k", &d], env)
+}
+
 /// A small kernel-like tarball: `linux-VERSION/` with a Makefile.
 fn tarball(dir: &Path, version: &str) -> Vec<u8> {
     let src = dir.join("tree").join(format!("linux-{version}"));
@@ -205,14 +211,9 @@ fn a_release_download_broken_off_resumes_and_is_then_reused() {
         ("KMATRIX_CACHE", d.join("cache").display().to_string()),
         ("KMATRIX_KERNEL_ORG", srv.url("/")),
     ];
-    let m = m.display().to_string();
-    let dest = |n: &str| d.join(n).display().to_string();
 
     // 1. The server breaks off half-way: refused, the part kept.
-    let r = xtask(
-        &["checkout", "--matrix", &m, "--no-setup", "k", &dest("co1")],
-        &env,
-    );
+    let r = checkout_k(&m, &d.join("co1"), &env);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr
@@ -226,10 +227,7 @@ fn a_release_download_broken_off_resumes_and_is_then_reused() {
 
     // 2. Run again: a range request for the rest, the checksum from the
     //    list, the tree checked out.
-    let r = xtask(
-        &["checkout", "--matrix", &m, "--no-setup", "k", &dest("co2")],
-        &env,
-    );
+    let r = checkout_k(&m, &d.join("co2"), &env);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stderr.contains(&format!(
@@ -252,10 +250,7 @@ fn a_release_download_broken_off_resumes_and_is_then_reused() {
 
     // 3. A second run uses the cached tarball and import: no download.
     let gets = log.matches("GET /v6.x/linux-6.6.99.tar.xz").count();
-    let r = xtask(
-        &["checkout", "--matrix", &m, "--no-setup", "k", &dest("co3")],
-        &env,
-    );
+    let r = checkout_k(&m, &d.join("co3"), &env);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         srv.requests()
@@ -284,17 +279,7 @@ fn a_tarball_whose_checksum_does_not_match_is_refused_and_nothing_is_kept() {
     );
     let cache = d.join("cache");
     let env = [("KMATRIX_CACHE", cache.display().to_string())];
-    let r = xtask(
-        &[
-            "checkout",
-            "--matrix",
-            &m.display().to_string(),
-            "--no-setup",
-            "k",
-            &d.join("co").display().to_string(),
-        ],
-        &env,
-    );
+    let r = checkout_k(&m, &d.join("co"), &env);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains(&format!(
@@ -573,20 +558,7 @@ fn a_pinned_debian_package_is_fetched_into_the_cache_not_installed() {
         ("KMATRIX_DEBIAN_MIRROR", srv.url("/debian")),
         ("KMATRIX_DEBIAN_KEYRING", keyring.display().to_string()),
     ];
-    let run = |source: &str, dest: &str| {
-        let m = matrix_with(&d, source);
-        xtask(
-            &[
-                "checkout",
-                "--matrix",
-                &m.display().to_string(),
-                "--no-setup",
-                "k",
-                &d.join(dest).display().to_string(),
-            ],
-            &env,
-        )
-    };
+    let run = |source: &str, dest: &str| checkout_k(&matrix_with(&d, source), &d.join(dest), &env);
     // A version the archive does not have: refused, naming what it has.
     let r = run(
         r#"{ debian = "linux-source-9.9", version = "9.9.0-7", suite = "kmtest" }"#,

@@ -62,27 +62,9 @@ impl PatchInfo {
                 info.commit = sha.to_string();
             }
         }
-        let mut current: Option<&mut String> = None;
-        for line in text.lines() {
-            if line.is_empty() {
-                break; // end of the headers
-            }
-            if line.starts_with([' ', '\t']) {
-                if let Some(v) = current.as_mut() {
-                    v.push(' ');
-                    v.push_str(line.trim());
-                }
-                continue;
-            }
-            current = None;
-            if let Some(v) = line.strip_prefix("From: ") {
-                info.author = v.trim().to_string();
-                current = Some(&mut info.author);
-            } else if let Some(v) = line.strip_prefix("Subject: ") {
-                info.subject = v.trim().to_string();
-                current = Some(&mut info.subject);
-            }
-        }
+        let header = |name| crate::plan::mbox::header(text, name).unwrap_or_default();
+        info.author = header("From");
+        info.subject = header("Subject");
         let re = regex::Regex::new(r"^\[[^\]]*PATCH[^\]]*\]\s*").unwrap();
         info.subject = re.replace(&info.subject, "").to_string();
         info
@@ -217,7 +199,7 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
                     if !host.exists() {
                         crate::host::setup::ensure(std::slice::from_ref(package), false)?;
                     }
-                    note_unpinned(package, cache, log);
+                    note_unpinned(package, installed.as_deref(), cache, log);
                     host
                 }
             };
@@ -290,15 +272,15 @@ fn release_sum(url: &str, release: &str, log: &mut dyn FnMut(&str)) -> Result<St
 
 /// An unpinned Debian source is whatever the host installed: say which
 /// version, and warn when it is not the one the last run on this host used.
-fn note_unpinned(package: &str, cache: &Cache, log: &mut dyn FnMut(&str)) {
-    let Some(now) = crate::host::debian::installed_version(package) else {
+fn note_unpinned(package: &str, now: Option<&str>, cache: &Cache, log: &mut dyn FnMut(&str)) {
+    let Some(now) = now else {
         return;
     };
     let memo = cache.dir(&["src", "debian-last", package]);
     let last = std::fs::read_to_string(&memo).ok();
     match last.as_deref().map(str::trim) {
         Some(before) if before != now => log(&format!(
-            "warning: {package} is {now} on this host, {before} at the last run: a different              kernel (pin it with version = \"{before}\" in the source)"
+            "warning: {package} is {now} on this host, {before} at the last run: a different kernel (pin it with version = \"{before}\" in the source)"
         )),
         Some(_) => {}
         None => log(&format!(

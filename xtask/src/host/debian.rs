@@ -45,18 +45,11 @@ impl Archive {
             .trim_end_matches('/')
             .to_string();
         let keyring = var("KMATRIX_DEBIAN_KEYRING").unwrap_or_else(|| DEFAULT_KEYRING.into());
-        let arch = Command::new("dpkg")
-            .arg("--print-architecture")
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .filter(|a| !a.is_empty())
-            .unwrap_or_else(|| "amd64".into());
         Archive {
             mirror,
             security,
             keyring,
-            arch,
+            arch: crate::host::setup::native_arch(),
         }
     }
 

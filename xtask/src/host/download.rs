@@ -173,9 +173,7 @@ pub fn fetch(url: &str, sha256: &str, cache: &Cache, log: &mut dyn FnMut(&str)) 
 
 /// A byte bar on a terminal; nothing in a log.
 fn progress(total: Option<u64>, at: u64, name: &str) -> indicatif::ProgressBar {
-    let plain =
-        !std::io::IsTerminal::is_terminal(&std::io::stderr()) || std::env::var_os("CI").is_some();
-    if plain {
+    if crate::host::ui::plain() {
         return indicatif::ProgressBar::hidden();
     }
     let bar = match total {

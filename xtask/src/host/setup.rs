@@ -92,7 +92,8 @@ fn missing(packages: &[String]) -> Result<Vec<String>> {
     Ok(packages.iter().filter(|p| !installed(p)).cloned().collect())
 }
 
-fn native_arch() -> String {
+/// dpkg's native architecture (amd64 when dpkg cannot say).
+pub fn native_arch() -> String {
     let Ok(sh) = xshell::Shell::new() else {
         return "amd64".into();
     };

@@ -6,6 +6,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// Plain lines, no bars: stderr is not a terminal, or CI is set.
+pub fn plain() -> bool {
+    !std::io::IsTerminal::is_terminal(&std::io::stderr()) || std::env::var_os("CI").is_some()
+}
+
 pub struct Ui {
     mp: MultiProgress,
     plain: bool,
@@ -21,8 +26,7 @@ pub struct CellUi<'a> {
 
 impl Ui {
     pub fn new() -> Ui {
-        let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr())
-            || std::env::var_os("CI").is_some();
+        let plain = plain();
         let mp = MultiProgress::with_draw_target(if plain {
             ProgressDrawTarget::hidden()
         } else {

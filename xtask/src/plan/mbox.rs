@@ -15,11 +15,13 @@ pub struct Patch {
     pub text: String,
 }
 
-/// A message's headers we read (folded lines joined).
-fn header(msg: &str, name: &str) -> Option<String> {
+/// A header of a message (folded lines joined), after its mbox `From `
+/// line if it has one; None when absent.
+pub fn header(msg: &str, name: &str) -> Option<String> {
     let mut out: Option<String> = None;
     let mut in_it = false;
-    for line in msg.lines().skip(1) {
+    let skip = usize::from(msg.starts_with("From "));
+    for line in msg.lines().skip(skip) {
         if line.is_empty() {
             break;
         }
