@@ -282,10 +282,13 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                     if let (Some(Some(prev)), Some(Some(cur))) =
                         (commits.get(k - 1), commits.get(k))
                     {
-                        let before = kernel_doc(t, prev, &files[k - 1])?;
-                        let after = kernel_doc(t, cur, &files[k - 1])?;
-                        check.patches[k - 1].kernel_doc =
-                            after.difference(&before).cloned().collect();
+                        check.patches[k - 1].kernel_doc = match (
+                            kernel_doc(t, prev, &files[k - 1])?,
+                            kernel_doc(t, cur, &files[k - 1])?,
+                        ) {
+                            (Ok(before), Ok(after)) => after.difference(&before).cloned().collect(),
+                            (Err(why), _) | (_, Err(why)) => vec![why],
+                        };
                     }
                 }
                 if let Some(Some(base)) = commits.first() {
@@ -358,31 +361,45 @@ fn objects(
     Ok((plain, w1))
 }
 
-fn kernel_doc(trees: &Trees, commit: &str, files: &[String]) -> Result<BTreeSet<String>> {
+/// kernel-doc's warnings on the patch's files at `commit`; Err(why) when
+/// the script itself failed (with `-none` it exits 0 whatever it warns).
+fn kernel_doc(
+    trees: &Trees,
+    commit: &str,
+    files: &[String],
+) -> Result<std::result::Result<BTreeSet<String>, String>> {
     let docs: Vec<&String> = files
         .iter()
         .filter(|f| (f.ends_with(".c") || f.ends_with(".h")) && !f.starts_with("tools/"))
         .collect();
     let mut out = BTreeSet::new();
     if docs.is_empty() {
-        return Ok(out);
+        return Ok(Ok(out));
     }
     let tree = trees.checkout_build(commit)?.to_path_buf();
     let present: Vec<&&String> = docs.iter().filter(|f| tree.join(f).exists()).collect();
     if present.is_empty() {
-        return Ok(out);
+        return Ok(Ok(out));
     }
-    let mut c = Command::new("perl");
-    c.arg(tree.join("scripts/kernel-doc"))
-        .arg("-none")
+    // Run as the tree has it (Perl, or Python in later kernels).
+    let mut c = Command::new(tree.join("scripts/kernel-doc"));
+    c.arg("-none")
         .args(present.iter().map(|f| f.as_str()))
         .current_dir(&tree);
     let done = proc::run(c, limit::scaled(limit::GIT)).context("scripts/kernel-doc -none")?;
+    if !done.success() {
+        return Ok(Err(format!(
+            "scripts/kernel-doc -none at {} {}: {}",
+            &commit[..12.min(commit.len())],
+            done.describe(),
+            crate::util::tail(&done.stderr, 3)
+        )));
+    }
     out.extend(parse::kernel_doc(&format!(
         "{}\n{}",
         done.stdout, done.stderr
     )));
-    Ok(out)
+    Ok(Ok(out))
 }
 
 fn checkpatch(work: &Path, patch: &Path) -> Result<Vec<Finding>> {
@@ -392,6 +409,19 @@ fn checkpatch(work: &Path, patch: &Path) -> Result<Vec<Finding>> {
         .arg(patch)
         .current_dir(work);
     let done = proc::run(c, limit::scaled(limit::GIT)).context("scripts/checkpatch.pl")?;
+    // It exits 1 on findings too; one that ran always ends with `total:`.
+    if !done.stdout.lines().any(|l| l.starts_with("total: ")) {
+        return Ok(vec![Finding {
+            severity: "ERROR".into(),
+            kind: "CHECKPATCH_DID_NOT_RUN".into(),
+            message: format!(
+                "scripts/checkpatch.pl {}: {}",
+                done.describe(),
+                crate::util::tail(&format!("{}\n{}", done.stdout, done.stderr), 3)
+            ),
+            location: String::new(),
+        }]);
+    }
     Ok(parse::checkpatch(&done.stdout))
 }
 
