@@ -202,13 +202,36 @@ pub fn execute(
     if a.no_interleave {
         d.run_in_turn(&cells)?;
     } else {
-        d.run_interleaved(&cells)?;
+        // summary.md and the reports after each group: the first answer
+        // does not wait for the last group's builds.
+        d.run_interleaved(&cells, &mut |run, dir, done, groups| {
+            write_summary(run, &m, dir);
+            super::reports::write_run_reports(&env.root, run, &m, dir);
+            if done < groups && !crate::host::signals::interrupted() {
+                println!(
+                    "after {done} of {groups} groups ({} rewritten):\n{}",
+                    dir.join("summary.md").display(),
+                    crate::report::answer::markdown(run)
+                );
+            }
+        })?;
     }
     let (run, run_dir) = d.into_run();
     Ok((
         conclude(env, &m, &run, &run_dir, &cells, a.fail_on_regression)?,
         run_dir,
     ))
+}
+
+/// summary.md of a run (an A/A run, `--aa`, also says how much a boot's
+/// figure moves here), written; its text.
+fn write_summary(run: &results::Run, m: &Matrix, run_dir: &std::path::Path) -> String {
+    let summary = super::reports::summary(run)
+        + &crate::report::aa::noise_text(&crate::stats::aa::noise(&[run], m));
+    if let Err(e) = crate::host::cache::write_atomic(&run_dir.join("summary.md"), summary.as_bytes()) {
+        eprintln!("warning: writing {}: {e:#}", run_dir.join("summary.md").display());
+    }
+    summary
 }
 
 /// summary.md and the reports of a matrix run, printed; the exit code.
@@ -221,10 +244,7 @@ fn conclude(
     fail_on_regression: bool,
 ) -> Result<u8> {
     let results_path = run_dir.join("results.json");
-    // An A/A run (--aa) also says how much a boot's figure moves here.
-    let summary = super::reports::summary(run)
-        + &crate::report::aa::noise_text(&crate::stats::aa::noise(&[run], m));
-    crate::host::cache::write_atomic(&run_dir.join("summary.md"), summary.as_bytes())?;
+    let summary = write_summary(run, m, run_dir);
     super::reports::write_run_reports(&env.root, run, m, run_dir);
     println!("{summary}");
     // The answer again, last, where the terminal leaves the eye.

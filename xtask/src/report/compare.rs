@@ -115,6 +115,8 @@ mod tests {
             boots_needed: None,
             split: None,
             reason: None,
+            level: 0.05,
+            futile: false,
         };
         let variants = Comparison {
             kind: ComparisonKind::Variants,

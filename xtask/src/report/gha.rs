@@ -111,6 +111,7 @@ mod tests {
             cells: vec![ok, c],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         };
         let lines = annotations(&run);
         assert_eq!(
@@ -139,6 +140,7 @@ mod tests {
             cells: vec![],
             comparisons: vec![c],
             origins: vec![],
+            looks: None,
         };
         assert_eq!(
             annotations(&run),

@@ -837,6 +837,7 @@ mod tests {
             }],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         };
         let page = html(&run, &cis);
         assert!(page.contains("is drawn thinned"), "{page}");

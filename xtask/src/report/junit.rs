@@ -146,6 +146,7 @@ mod tests {
             cells: vec![c],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         };
         let xml = junit(&run).to_string().unwrap();
         assert!(
@@ -174,6 +175,7 @@ mod tests {
             cells: vec![c],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         };
         junit(&run).to_string().unwrap();
     }

@@ -326,6 +326,7 @@ mod tests {
             }],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         }
     }
 
@@ -515,6 +516,7 @@ mod tests {
             cells: vec![base_cell, series_cell, build_error],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         }
     }
 

@@ -55,6 +55,8 @@ pub struct Driver<'a> {
     results_path: PathBuf,
     retries: u32,
     resume: bool,
+    /// Comparisons already said to be given up (said once).
+    told: std::cell::RefCell<std::collections::HashSet<String>>,
 }
 
 /// `results/<timestamp>` under the harness's checkout, with
@@ -83,6 +85,7 @@ pub fn load_or_new(path: &Path, matrix_shown: &str) -> Result<Run> {
             cells: vec![],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         })
     }
 }
@@ -131,6 +134,7 @@ impl<'a> Driver<'a> {
             results_path,
             retries: opts.retries,
             resume: opts.resume,
+            told: Default::default(),
         })))
     }
 
@@ -229,32 +233,75 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    /// Every cell prepared (built) first; a cell that fails there is
-    /// finished at once. Then the schedule picks each next boot, groups of
-    /// compared cells get more boots while a comparison is undecided, and a
-    /// cell is finished (and recorded) as soon as it wants no more boots.
-    pub fn run_interleaved(&mut self, cells: &[Cell]) -> Result<()> {
+    /// Group by group (`schedule::groups`: a kernel/arch/config and all
+    /// its variants), in matrix order: a group's cells are prepared
+    /// (built), then booted as the schedule says (compared cells
+    /// alternating, more boots while a comparison is undecided), and each
+    /// cell is recorded as soon as it wants no more boots; only then is
+    /// the next group prepared. `after_group` sees results.json after each
+    /// group (and how many of how many groups are done) (the caller rewrites summary.md and the reports), so the
+    /// first group's answer comes after its own builds and boots.
+    pub fn run_interleaved(
+        &mut self,
+        cells: &[Cell],
+        after_group: &mut dyn FnMut(&Run, &Path, usize, usize),
+    ) -> Result<()> {
         self.announce(cells.len());
+        // Boots are added while a comparison is undecided: its verdicts
+        // are reached at planned looks (stats::sequential).
+        self.run.looks = crate::stats::sequential::Plan::new(
+            self.ctx.boots.unwrap_or(self.ctx.matrix.run.boots),
+            schedule::MORE_BOOTS,
+            self.ctx.max_boots(),
+        );
         let todo = self.todo(cells);
+        let refs: Vec<&Cell> = todo.iter().map(|(_, c)| *c).collect();
+        let groups = schedule::groups(&refs);
+        let n_groups = groups.iter().max().map_or(0, |g| g + 1);
         let ui = self.ui;
-        // A progress line per cell from the start: all are in flight.
-        let uis: Vec<ui::CellUi> = todo
-            .iter()
-            .map(|(i, c)| ui.cell(i + 1, cells.len(), &c.id()))
-            .collect();
+        for g in 0..n_groups {
+            let members: Vec<usize> = (0..refs.len()).filter(|&k| groups[k] == g).collect();
+            if signals::interrupted() {
+                for &k in &members {
+                    ui.cell(todo[k].0 + 1, cells.len(), &refs[k].id())
+                        .finish(&format!("interrupted; not recorded ({})", self.continue_hint()));
+                }
+                continue;
+            }
+            // A progress line per cell of the group: all are in flight.
+            let uis: Vec<ui::CellUi> = members
+                .iter()
+                .map(|&k| ui.cell(todo[k].0 + 1, cells.len(), &refs[k].id()))
+                .collect();
+            let group: Vec<&Cell> = members.iter().map(|&k| refs[k]).collect();
+            let went_on = self.run_group(&group, &uis)?;
+            after_group(&self.run, &self.run_dir, g + 1, n_groups);
+            if !went_on {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One comparison group: its cells prepared, then booted and recorded.
+    /// False when the run was interrupted.
+    fn run_group(&mut self, cells: &[&Cell], uis: &[ui::CellUi]) -> Result<bool> {
         let mut live: Vec<Option<CellRun>> = Vec::new();
-        for ((_, cell), cu) in todo.iter().zip(&uis) {
+        for (cell, cu) in cells.iter().zip(uis) {
             if signals::interrupted() {
                 break;
             }
             live.push(Some(super::start_cell(&self.ctx, cell, cu)));
         }
-        let refs: Vec<&Cell> = todo.iter().map(|(_, c)| *c).collect();
-        let groups = schedule::groups(&refs);
+        let groups = vec![0; live.len()];
+        let mut first_round_told = false;
         let mut go = true;
         while go {
-            self.extend_undecided_groups(&mut live, &groups, &refs);
-            go = self.finish_done(&mut live, &groups, &refs, &uis)?;
+            if !first_round_told {
+                first_round_told = self.tell_first_round(&live, cells);
+            }
+            self.extend_undecided_groups(&mut live, &groups, cells);
+            go = self.finish_done(&mut live, &groups, cells, uis)?;
             let slots: Vec<schedule::Slot> = live
                 .iter()
                 .zip(&groups)
@@ -273,16 +320,62 @@ impl<'a> Driver<'a> {
             }
         }
         // Only an interruption leaves cells unfinished (or unprepared).
+        let mut interrupted = false;
         for (k, cu) in uis.iter().enumerate() {
             if live.get(k).is_some_and(|c| c.is_none()) {
                 continue;
             }
+            interrupted = true;
             cu.finish(&format!(
                 "interrupted; not recorded ({})",
                 self.continue_hint()
             ));
         }
-        Ok(())
+        Ok(!interrupted && !signals::interrupted())
+    }
+
+    /// Once every cell of a group has had its first boot (the correctness
+    /// tests run there) or ended before it, says at once whether the
+    /// group's tests are as expected, before any further benchmark boot.
+    /// True once said (or when there is nothing to say).
+    fn tell_first_round(&self, live: &[Option<CellRun>], cells: &[&Cell]) -> bool {
+        let mut bad: Vec<String> = Vec::new();
+        for (k, cell) in cells.iter().enumerate() {
+            match live.get(k) {
+                None => return true,
+                Some(Some(c)) => match c.expected_so_far(&self.ctx) {
+                    None if c.booted() == 0 && c.wants_boot() => return false,
+                    None => {}
+                    Some((ok, mm)) => {
+                        if !ok {
+                            bad.extend(mm);
+                        }
+                    }
+                },
+                Some(None) => {
+                    let id = cell.id();
+                    if let Some(r) = self.run.cells.iter().find(|r| r.id == id) {
+                        if !r.as_expected {
+                            bad.extend(r.mismatches.iter().cloned());
+                        }
+                    }
+                }
+            }
+        }
+        let c = cells[0];
+        let group = format!("{}/*/{}/{}", c.kernel, c.arch.name(), c.config);
+        if bad.is_empty() {
+            self.ui.println(&format!(
+                "{group}: tests as expected in all {} cells after their first boot",
+                cells.len()
+            ));
+        } else {
+            self.ui.println(&format!(
+                "{group}: NOT AS EXPECTED after the first boot:\n  {}",
+                bad.join("\n  ")
+            ));
+        }
+        true
     }
 
     /// Each live cell as the schedule's end-of-round rules see it.
@@ -371,6 +464,7 @@ impl<'a> Driver<'a> {
                 .collect(),
             comparisons: vec![],
             origins: vec![],
+            looks: self.run.looks,
         };
         let cs = compare::compare(&so_far, m);
         let member = |id: &str| members.iter().copied().find(|&k| cells[k].id() == id);
@@ -380,6 +474,16 @@ impl<'a> Driver<'a> {
                 m.measured_in_boot(cells[k], metric, booted + 1)
             })
         });
+        for c in schedule::given_up(&cs) {
+            let key = format!("{} {} {} {}", c.base_cell, c.new_cell, c.base_metric, c.new_metric);
+            if self.told.borrow_mut().insert(key) {
+                self.ui.println(&format!(
+                    "{}: {}",
+                    c.new_cell,
+                    schedule::why_given_up(c, max_boots)
+                ));
+            }
+        }
         // Every cell of the group boots again, not only those of the
         // undecided comparisons: the group's cells stay in step, so their
         // boots still pair up one for one (compare::interleaved).

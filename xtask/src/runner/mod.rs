@@ -448,20 +448,35 @@ impl CellRun<'_> {
             }
         };
         r.timings.total_s = self.busy.as_secs_f64();
-        let (ok, mismatches) = crate::plan::expect::check(&r, &ctx.matrix.expectations(self.cell));
-        r.as_expected = ok;
-        r.mismatches = mismatches;
-        if let Some(why) =
-            crate::plan::expect::known_crash(&r, &ctx.matrix.known_crashes(self.cell))
-        {
-            r.as_expected = true;
-            r.mismatches.clear();
-            r.evidence.insert(
-                0,
-                Evidence::new(EvidenceKind::Known, why, String::new(), None),
-            );
-        }
+        check_expected(ctx, self.cell, &mut r);
         r
+    }
+
+    /// Whether the boots so far are as expected, with the mismatches:
+    /// None before the first boot, or once the cell is finished.
+    pub fn expected_so_far(&self, ctx: &Ctx) -> Option<(bool, Vec<String>)> {
+        let State::Booting(b) = &self.state else {
+            return None;
+        };
+        let mut r = b.merged.clone()?;
+        r.tests.extend(b.prep.skipped.iter().cloned());
+        check_expected(ctx, self.cell, &mut r);
+        Some((r.as_expected, r.mismatches))
+    }
+}
+
+/// Checks a cell's result against its expectations and known crashes.
+fn check_expected(ctx: &Ctx, cell: &Cell, r: &mut CellResult) {
+    let (ok, mismatches) = crate::plan::expect::check(r, &ctx.matrix.expectations(cell));
+    r.as_expected = ok;
+    r.mismatches = mismatches;
+    if let Some(why) = crate::plan::expect::known_crash(r, &ctx.matrix.known_crashes(cell)) {
+        r.as_expected = true;
+        r.mismatches.clear();
+        r.evidence.insert(
+            0,
+            Evidence::new(EvidenceKind::Known, why, String::new(), None),
+        );
     }
 }
 

@@ -89,7 +89,7 @@ pub fn undecided(
     let mut out: Vec<(&str, &Comparison)> = Vec::new();
     for c in cs
         .iter()
-        .filter(|c| c.verdict == Verdict::TooNoisy || state_unseen(c))
+        .filter(|c| (c.verdict == Verdict::TooNoisy && !c.futile) || state_unseen(c))
     {
         if !(remeasured(&c.base_cell, &c.base_metric) && remeasured(&c.new_cell, &c.new_metric)) {
             continue;
@@ -101,6 +101,29 @@ pub fn undecided(
         }
     }
     out
+}
+
+/// The comparisons given up as futile (`Comparison::futile`): too noisy,
+/// and the noise so far asks for more boots than the run may give.
+pub fn given_up(cs: &[Comparison]) -> impl Iterator<Item = &Comparison> {
+    cs.iter().filter(|c| c.futile)
+}
+
+/// Why a futile comparison gets no more boots, for the progress line.
+pub fn why_given_up(c: &Comparison, max_boots: u32) -> String {
+    let need = c
+        .boots_needed
+        .map_or("more than 50".to_string(), |n| n.to_string());
+    format!(
+        "{} vs {}: too noisy, {:+.1}% [{:+.1}, {:+.1}] after {} boots; no more boots for it: its spread (SD {}) would need {need} a side, more than the {max_boots} the run may give",
+        c.new_metric,
+        if c.base_cell == c.new_cell { &c.base_metric } else { &c.base_cell },
+        c.pct_change,
+        c.ci95_lo,
+        c.ci95_hi,
+        c.boots_new,
+        c.boot_sd_pct.map_or("?".into(), |s| format!("{s:.1}%")),
+    )
 }
 
 /// A split comparison of a cell none of whose boots was in the state its
@@ -309,6 +332,18 @@ mod tests {
         let one = undecided(&cs[3..4], |_, _| true);
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].0, s);
+        // Given up as futile: too noisy, but no more boots, and said why.
+        let mut futile = cs[2].clone();
+        futile.futile = true;
+        futile.boots_needed = Some(40);
+        futile.boot_sd_pct = Some(9.5);
+        assert!(undecided(std::slice::from_ref(&futile), |_, _| true).is_empty());
+        assert_eq!(given_up(std::slice::from_ref(&futile)).count(), 1);
+        let why = why_given_up(&futile, 18);
+        assert!(
+            why.contains("SD 9.5%") && why.contains("need 40") && why.contains("the 18 the run"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub fn merge(inputs: &[(String, Run)], order: &[String]) -> Result<Run, MergeErr
         cells: vec![],
         comparisons: vec![],
         origins: vec![],
+        // The jobs of one fan-out run the same flags, so the same looks.
+        looks: first.looks,
     };
     for (_, run) in inputs.iter() {
         for o in &run.origins {
@@ -131,6 +133,7 @@ mod tests {
                 .collect(),
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         }
     }
 

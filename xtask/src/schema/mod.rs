@@ -82,6 +82,19 @@ pub struct Run {
     /// and b4's version.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub origins: Vec<SeriesOrigin>,
+    /// The planned looks of a run that adds boots while comparisons are
+    /// undecided (stats::sequential); None: one look, at ALPHA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub looks: Option<Looks>,
+}
+
+/// A run's planned looks: every cell boots `first` times, then `step`
+/// more at a time while a comparison is undecided, up to `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Looks {
+    pub first: u32,
+    pub step: u32,
+    pub max: u32,
 }
 
 /// Where a series came from when it was fetched from the mailing list.
@@ -537,6 +550,23 @@ pub struct Comparison {
     /// Why the verdict is `cannot-compare` (None for every other verdict).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The two-sided level the verdict was reached at, and the CI's
+    /// (`ci95_lo`/`ci95_hi` are at 1 - this): 0.05 for one look, the
+    /// look's nominal level in a run with planned looks (`Run::looks`).
+    #[serde(default = "alpha", skip_serializing_if = "is_alpha")]
+    pub level: f64,
+    /// "Too noisy" and given up: the noise so far says even the run's
+    /// maximum boots could not decide it (`boots_needed` says how many).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub futile: bool,
+}
+
+fn alpha() -> f64 {
+    0.05
+}
+
+fn is_alpha(x: &f64) -> bool {
+    *x == 0.05
 }
 
 /// Which boots a split within comparison judged: those where `metric`'s
@@ -957,6 +987,7 @@ mod tests {
             cells: vec![CellResult::blank("6.1/s/x86_64/tiny", Outcome::Pass)],
             comparisons: vec![comparison()],
             origins: vec![],
+            looks: None,
         };
         run.save(&path).unwrap();
         assert!(!path.with_extension("json.tmp").exists());

@@ -142,6 +142,7 @@ mod tests {
             cells,
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         }
     }
 

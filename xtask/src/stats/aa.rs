@@ -320,6 +320,8 @@ mod tests {
             boots_needed: None,
             split: None,
             reason: None,
+            level: 0.05,
+            futile: false,
         }
     }
 

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::plan::matrix::{Across, Matrix, Within};
 use crate::schema::{
-    Better, CellResult, Comparison, ComparisonKind, Metric, PTest, Run, Split, Verdict,
+    Better, CellResult, Comparison, ComparisonKind, Looks, Metric, PTest, Run, Split, Verdict,
 };
 
 pub const ALPHA: f64 = 0.05;
@@ -93,6 +93,7 @@ pub fn compare_boots(
         better,
         min_effect_pct,
         q,
+        ALPHA,
         &never,
     )?;
     Some((j.ci, j.p, j.verdict, j.cv_base, j.cv_new))
@@ -113,6 +114,7 @@ pub struct Judged {
 /// `compare_boots`, with the reason of a `cannot-compare` verdict, given
 /// up (None) when `stop` says so. None too when a side has no samples at
 /// all (nothing was measured: no comparison).
+#[allow(clippy::too_many_arguments)]
 pub fn judge(
     base_boots: &[&[f64]],
     new_boots: &[&[f64]],
@@ -120,6 +122,7 @@ pub fn judge(
     better: Better,
     min_effect_pct: f64,
     q: f64,
+    level: f64,
     stop: &dyn Fn() -> bool,
 ) -> Option<Judged> {
     let (base, new) = (&base_boots.concat()[..], &new_boots.concat()[..]);
@@ -148,10 +151,10 @@ pub fn judge(
     // Boot pairs: ln(new_i / base_i) of each pair's statistics.
     let d: Vec<f64> = ln.iter().zip(&lb).map(|(n, b)| n - b).collect();
     let ci = match test {
-        PTest::PairedBootMedians => paired_log_change_ci(&d),
+        PTest::PairedBootMedians => paired_log_change_ci(&d, level),
         _ => {
             let draws = Draws {
-                confidence: 0.95,
+                confidence: 1.0 - level,
                 resamples: RESAMPLES,
                 seed: SEED,
                 stop,
@@ -192,7 +195,7 @@ pub fn judge(
     }
     let few = base.len() < 3 || new.len() < 3;
     Some(Judged {
-        verdict: verdict(few, &ci, p, better, min_effect_pct),
+        verdict: verdict(few, &ci, p, better, min_effect_pct, level),
         ci,
         p,
         cv_base: sb.cv,
@@ -242,14 +245,22 @@ fn degenerate(base: &[&[f64]], new: &[&[f64]], q: f64, test: PTest) -> Option<St
 }
 
 /// The verdict on a change: improved or regressed only when the p-value is
-/// below ALPHA, the CI excludes zero and the change reaches the minimum
-/// effect; otherwise "too noisy" while the CI reaches past the minimum
-/// effect either way, "no change" once it lies within it. `few`: a side
-/// has fewer than 3 samples, too few to judge at all.
-fn verdict(few: bool, ci: &ChangeCi, p: f64, better: Better, min_effect_pct: f64) -> Verdict {
+/// below `level` (ALPHA, or a planned look's nominal level), the CI (at 1 -
+/// `level`) excludes zero and the change reaches the minimum effect;
+/// otherwise "too noisy" while the CI reaches past the minimum effect
+/// either way, "no change" once it lies within it. `few`: a side has fewer
+/// than 3 samples, too few to judge at all.
+fn verdict(
+    few: bool,
+    ci: &ChangeCi,
+    p: f64,
+    better: Better,
+    min_effect_pct: f64,
+    level: f64,
+) -> Verdict {
     if few {
         Verdict::TooFewSamples
-    } else if p < ALPHA && (ci.lo > 0.0 || ci.hi < 0.0) && ci.pct_change.abs() >= min_effect_pct {
+    } else if p < level && (ci.lo > 0.0 || ci.hi < 0.0) && ci.pct_change.abs() >= min_effect_pct {
         let lower = ci.pct_change < 0.0;
         match (better, lower) {
             (Better::Lower, true) | (Better::Higher, false) => Verdict::Improved,
@@ -335,6 +346,7 @@ fn make(
     nc: &CellResult,
     nm: &Metric,
     same_run: bool,
+    looks: Option<&Looks>,
     stop: &dyn Fn() -> bool,
 ) -> Option<Comparison> {
     if bm.skip.is_some() || nm.skip.is_some() || !m.compared(&bm.name) || !m.compared(&nm.name) {
@@ -344,6 +356,11 @@ fn make(
     let q = m.metric_quantile(&nm.name);
     let (base_boots, new_boots) = (bm.by_boot(), nm.by_boot());
     let pairing = pairing(kind, same_run, bc, nc, base_boots.len(), new_boots.len());
+    // Boots that ran together in a run with planned looks are judged at
+    // their look's nominal level; anything else at ALPHA, one look.
+    let n = base_boots.len().min(new_boots.len()) as u32;
+    let seq = looks.filter(|_| same_run && pairing != Pairing::None);
+    let level = seq.map_or(ALPHA, |l| l.level_at(n, ALPHA));
     let j = judge(
         &base_boots,
         &new_boots,
@@ -351,6 +368,7 @@ fn make(
         better,
         min_effect_pct,
         q,
+        level,
         stop,
     )?;
     let (ci, p, mut verdict, mut reason) = (j.ci, j.p, j.verdict, j.reason);
@@ -371,6 +389,12 @@ fn make(
     );
     // A spread that is not a number (a boot statistic of 0) is not shown.
     let boot_sd_pct = boot_sd_pct.filter(|x| x.is_finite());
+    // Futility: past the first look, a comparison whose noise so far asks
+    // for more boots than the run may give (None: more than 50) is not
+    // worth more. Only where the noise is measured (boots of two cells).
+    let futile = verdict == Verdict::TooNoisy
+        && boot_sd_pct.is_some()
+        && seq.is_some_and(|l| l.look_of(n) >= 1 && boots_needed.is_none_or(|b| b > l.max));
     Some(Comparison {
         kind,
         base_cell: bc.id.clone(),
@@ -400,6 +424,8 @@ fn make(
         boots_needed,
         split: None,
         reason,
+        level,
+        futile,
     })
 }
 
@@ -494,7 +520,11 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
 /// `compare`, given up (None) as soon as `stop` says so: it is asked
 /// between comparisons and inside each bootstrap.
 pub fn compare_until(run: &Run, m: &Matrix, stop: &dyn Fn() -> bool) -> Option<Vec<Comparison>> {
-    let e = Env { m, stop };
+    let e = Env {
+        m,
+        stop,
+        looks: run.looks,
+    };
     let mut out = Vec::new();
     variants(&mut out, &e, run)?;
     for c in &run.cells {
@@ -513,6 +543,8 @@ pub fn compare_until(run: &Run, m: &Matrix, stop: &dyn Fn() -> bool) -> Option<V
 struct Env<'a> {
     m: &'a Matrix,
     stop: &'a dyn Fn() -> bool,
+    /// The run's planned looks (None across runs).
+    looks: Option<Looks>,
 }
 
 impl Env<'_> {
@@ -526,7 +558,17 @@ impl Env<'_> {
         same_run: bool,
         then: impl FnOnce(&mut Comparison),
     ) -> Option<()> {
-        let c = make(kind, self.m, bc, bm, nc, nm, same_run, self.stop);
+        let c = make(
+            kind,
+            self.m,
+            bc,
+            bm,
+            nc,
+            nm,
+            same_run,
+            self.looks.as_ref(),
+            self.stop,
+        );
         if (self.stop)() {
             return None;
         }
@@ -669,7 +711,11 @@ pub fn compare_runs_until(
     m: &Matrix,
     stop: &dyn Fn() -> bool,
 ) -> Option<Vec<Comparison>> {
-    let e = Env { m, stop };
+    let e = Env {
+        m,
+        stop,
+        looks: None,
+    };
     let mut cells: HashMap<&str, &CellResult> = HashMap::with_capacity(a.cells.len());
     for c in &a.cells {
         cells.entry(c.id.as_str()).or_insert(c);
@@ -728,7 +774,7 @@ mod tests {
     #[test]
     fn the_verdict_needs_p_the_ci_and_the_minimum_effect_together() {
         let ci = |pct_change: f64, lo: f64, hi: f64| ChangeCi { pct_change, lo, hi };
-        let v = |few, c: &ChangeCi, p, b, min| verdict(few, c, p, b, min);
+        let v = |few, c: &ChangeCi, p, b, min| verdict(few, c, p, b, min, ALPHA);
         let faster = ci(-10.0, -12.0, -8.0);
         assert_eq!(
             v(true, &faster, 0.01, Better::Lower, 5.0),
@@ -904,6 +950,7 @@ mod tests {
             ],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         };
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.mixed_share"));
         assert!(m.compared("seccomp_notify.default.unpinned"));
@@ -980,6 +1027,7 @@ mod tests {
             ],
             comparisons: vec![],
             origins: vec![],
+            looks: None,
         };
         let find = |cs: &[Comparison], new_cell: &str, metric: &str| {
             cs.iter()
@@ -1156,7 +1204,52 @@ pub(crate) mod aa_fixture {
             boots_needed: None,
             split: None,
             reason: None,
+            level: 0.05,
+            futile: false,
         }
+    }
+
+    /// The same A/A run as if it had planned looks at 3, 6, ..., 18 boots:
+    /// each paired comparison is judged at its look's nominal level, with
+    /// the wider interval that level gives; one too noisy whose pairs' spread
+    /// asks for more boots than the plan's maximum is given up (futile).
+    #[test]
+    fn a_run_with_planned_looks_judges_at_the_look_and_gives_up_when_futile() {
+        let (mut run, m) = fixture_run("aa-host-phase");
+        let name = "seccomp_notify.default.cross-cpu";
+        let arm = "6.1/base~aa/arm64/tiny";
+        let pick = |cs: &[Comparison]| {
+            cs.iter()
+                .find(|c| c.new_cell == arm && c.new_metric == name)
+                .cloned()
+                .unwrap()
+        };
+        let fixed = pick(&compare(&run, &m));
+        assert_eq!(fixed.level, 0.05);
+        run.looks = Some(Looks { first: 3, step: 3, max: 18 });
+        let seq = pick(&compare(&run, &m));
+        // Pocock-type boundaries for 5 or 6 looks lie between 2.38 and
+        // 2.44 (published tables): a two-sided level of 1.5% to 1.7%.
+        assert!(seq.level > 0.014 && seq.level < 0.018, "{seq:?}");
+        assert!(
+            seq.ci95_hi - seq.ci95_lo > fixed.ci95_hi - fixed.ci95_lo,
+            "{seq:?} vs {fixed:?}"
+        );
+        assert_eq!(seq.pct_change, fixed.pct_change);
+        assert!(!seq.futile);
+        // Within +-3%, the pairs' spread asks for 25 pairs (worked out in
+        // the test below): more than 18, so no more boots; with up to 30
+        // boots it is still worth booting.
+        let (_, mut m3) = fixture_run("aa-host-phase");
+        m3.metric.get_mut("seccomp_notify").unwrap().min_effect_pct = 3.0;
+        let c3 = pick(&compare(&run, &m3));
+        assert_eq!(c3.verdict, Verdict::TooNoisy, "{c3:?}");
+        assert!(c3.futile, "{c3:?}");
+        run.looks = Some(Looks { first: 3, step: 3, max: 30 });
+        assert!(!pick(&compare(&run, &m3)).futile);
+        // Across runs nothing ran in pairs: one look, at ALPHA.
+        let across = compare_runs_until(&run, &run, &m, &never).unwrap();
+        assert!(across.iter().all(|c| c.level == ALPHA && !c.futile));
     }
 
     /// A real A/A run (6.1, arm64 and x86_64, interleaved, boots added to

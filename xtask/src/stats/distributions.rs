@@ -33,6 +33,22 @@ pub fn student_t_two_sided(t: f64, df: f64) -> f64 {
     student_t(df).map_or(f64::NAN, |d| 2.0 * d.sf(t.abs()))
 }
 
+/// The standard normal distribution function Phi(x) = erfc(-x / sqrt 2) / 2.
+pub fn normal_cdf(x: f64) -> f64 {
+    0.5 * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2)
+}
+
+/// The standard normal quantile: Phi^-1(p), for 0 < p < 1 (statrs).
+pub fn normal_quantile(p: f64) -> f64 {
+    statrs::distribution::Normal::new(0.0, 1.0).map_or(f64::NAN, |n| n.inverse_cdf(p))
+}
+
+/// The two-sided (1 - level) quantile of Student's t: the half-width
+/// factor of a (1 - level) interval; NaN unless df > 0.
+pub fn t_two_sided_quantile(level: f64, df: f64) -> f64 {
+    student_t(df).map_or(f64::NAN, |t| t.inverse_cdf(1.0 - level / 2.0))
+}
+
 /// P(|Z| >= z) for a standard normal Z and z >= 0: 2 Phi(-z) = erfc(z / sqrt 2).
 pub fn normal_two_sided(z: f64) -> f64 {
     libm::erfc(z * std::f64::consts::FRAC_1_SQRT_2)

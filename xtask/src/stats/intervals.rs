@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::bootstrap::{median_ci_boots, never, Draws};
-use super::distributions::t975;
+use super::distributions::t_two_sided_quantile;
 use super::location::{mean_var, Summary};
 use crate::schema::Metric;
 
@@ -45,18 +45,18 @@ pub(super) fn median_ci_rank(n: usize) -> Option<usize> {
 
 /// The change of paired boots: `d` = ln(new_i / base_i) of each pair's
 /// statistics (boot i of each side, run back to back). The change is the
-/// geometric mean of the pair ratios, its 95% CI the t interval of the
-/// mean log ratio (n - 1 df), both in percent. A host state shared by the
+/// geometric mean of the pair ratios, its (1 - `level`) CI the t interval
+/// of the mean log ratio (n - 1 df), both in percent. A host state shared by the
 /// two boots of a pair cancels; a pair split by a change of host state
 /// widens the interval instead of moving a pooled median between modes.
 /// None for fewer than 2 pairs.
-pub fn paired_log_change_ci(d: &[f64]) -> Option<ChangeCi> {
+pub fn paired_log_change_ci(d: &[f64], level: f64) -> Option<ChangeCi> {
     if d.len() < 2 || d.iter().any(|x| !x.is_finite()) {
         return None;
     }
     let n = d.len() as f64;
     let (mean, var) = mean_var(d);
-    let h = t975(n - 1.0) * (var / n).sqrt();
+    let h = t_two_sided_quantile(level, n - 1.0) * (var / n).sqrt();
     let pct = |x: f64| 100.0 * (x.exp() - 1.0);
     Some(ChangeCi {
         pct_change: pct(mean),
@@ -177,13 +177,16 @@ mod tests {
     fn paired_log_change_is_the_t_interval_of_the_mean_log_ratio() {
         // d = 0.01..0.05: mean 0.03, variance 0.00025, 4 df; t(0.975, 4) =
         // 2.776445105197793 (tables: 2.776).
-        assert_close(t975(4.0), 2.776445105197793, 1e-9);
         let d = [0.01, 0.02, 0.03, 0.04, 0.05];
-        let ci = paired_log_change_ci(&d).unwrap();
+        let ci = paired_log_change_ci(&d, 0.05).unwrap();
         let h = 2.776445105197793 * (0.00025f64 / 5.0).sqrt();
         assert_close(ci.pct_change, 100.0 * (0.03f64.exp() - 1.0), 1e-9);
         assert_close(ci.lo, 100.0 * ((0.03 - h).exp() - 1.0), 1e-6);
         assert_close(ci.hi, 100.0 * ((0.03 + h).exp() - 1.0), 1e-6);
-        assert!(paired_log_change_ci(&d[..1]).is_none());
+        assert!(paired_log_change_ci(&d[..1], 0.05).is_none());
+        // A 99% interval: t(0.995, 4) = 4.604094 (tables: 4.604).
+        let ci99 = paired_log_change_ci(&d, 0.01).unwrap();
+        let h99 = 4.604094 * (0.00025f64 / 5.0).sqrt();
+        assert_close(ci99.lo, 100.0 * ((0.03 - h99).exp() - 1.0), 1e-4);
     }
 }

@@ -17,5 +17,6 @@ pub mod location;
 pub mod noise;
 pub mod power;
 mod rng;
+pub mod sequential;
 #[cfg(test)]
 mod testutil;
