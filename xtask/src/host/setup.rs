@@ -39,29 +39,132 @@ const PACKAGES: &[(&str, &str)] = &[
     ("qemu-system-arm", "arm64 guests"),
 ];
 
-/// `PRETTY_NAME` from /etc/os-release, for messages.
-fn host_name() -> String {
-    let text = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+/// A value of /etc/os-release (`KEY=value`, quotes removed).
+fn os_release_value(text: &str, key: &str) -> Option<String> {
     text.lines()
-        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-        .map(|v| v.trim_matches('"').to_string())
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+        .map(|v| v.trim().trim_matches('"').trim_matches('\'').to_string())
+}
+
+/// `PRETTY_NAME` from /etc/os-release, for messages.
+fn host_name(os_release: &str) -> String {
+    os_release_value(os_release, "PRETTY_NAME")
         .unwrap_or_else(|| "an unknown system (no /etc/os-release)".into())
+}
+
+/// Another distribution's package manager, and what it calls the host
+/// packages. Names as each distribution's package index gives them; the
+/// set-up does not run these, it prints them.
+#[derive(Debug, PartialEq)]
+pub struct OtherManager {
+    /// os-release `ID` or `ID_LIKE` words that mean this manager.
+    ids: &'static [&'static str],
+    /// The install command, before the package names.
+    pub install: &'static str,
+    pub packages: &'static [&'static str],
+    /// What it has no package for, and what that costs.
+    pub gaps: &'static str,
+}
+
+/// The package managers the refusal knows besides apt.
+pub const OTHER_MANAGERS: &[OtherManager] = &[
+    OtherManager {
+        ids: &["fedora", "rhel", "centos"],
+        install: "sudo dnf install",
+        packages: &[
+            "make",
+            "gcc",
+            "glibc-static",
+            "flex",
+            "bison",
+            "bc",
+            "elfutils-libelf-devel",
+            "openssl-devel",
+            "rsync",
+            "cpio",
+            "xz",
+            "git",
+            "busybox",
+            "libcap-devel",
+            "gcc-aarch64-linux-gnu",
+            "qemu-system-x86",
+            "qemu-system-aarch64",
+        ],
+        gaps: "gcc-aarch64-linux-gnu builds kernels only (there is no arm64 C library to link guest \
+               programs with), and there is no static arm64 busybox: select --arch x86_64, or run \
+               arm64 cells in the Debian container",
+    },
+    OtherManager {
+        ids: &["arch"],
+        install: "sudo pacman -S --needed",
+        packages: &[
+            "base-devel",
+            "bc",
+            "libelf",
+            "openssl",
+            "rsync",
+            "cpio",
+            "xz",
+            "git",
+            "busybox",
+            "libcap",
+            "aarch64-linux-gnu-gcc",
+            "aarch64-linux-gnu-glibc",
+            "qemu-system-x86",
+            "qemu-system-aarch64",
+        ],
+        gaps: "there is no static arm64 busybox or arm64 libcap: select --arch x86_64, or run \
+               arm64 cells in the Debian container",
+    },
+];
+
+/// The package manager of the host /etc/os-release describes, when it
+/// is one of OTHER_MANAGERS (by `ID`, then `ID_LIKE`).
+pub fn other_manager(os_release: &str) -> Option<&'static OtherManager> {
+    let id = os_release_value(os_release, "ID").unwrap_or_default();
+    let like = os_release_value(os_release, "ID_LIKE").unwrap_or_default();
+    std::iter::once(id.as_str())
+        .chain(like.split_whitespace())
+        .find_map(|w| OTHER_MANAGERS.iter().find(|m| m.ids.contains(&w)))
 }
 
 /// What to do on a host the set-up cannot serve.
 fn unsupported(what: &str) -> anyhow::Error {
-    anyhow::anyhow!(
+    let os_release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    anyhow::anyhow!("{}", refusal(what, &os_release))
+}
+
+/// The refusal on the host /etc/os-release describes: what failed, what
+/// the set-up supports, and what to install instead with this host's own
+/// package manager when it is one the set-up knows.
+fn refusal(what: &str, os_release: &str) -> String {
+    let yourself = match other_manager(os_release) {
+        Some(m) => format!(
+            "- install the tools with this host's package manager:\n    {} {}\n  \
+             ({}), point [kernel.NAME] source in matrix.toml at a kernel.org release, a tarball or \
+             a git tree (the default matrix's Debian packages need apt): \
+             source = {{ release = \"6.1.N\" }} or {{ tarball = \"/path/linux-6.1.tar.xz\" }}, \
+             then run with --no-setup.",
+            m.install,
+            m.packages.join(" "),
+            m.gaps
+        ),
+        None => "- install the tools yourself (qemu-system-x86, qemu-system-arm, gcc-aarch64-linux-gnu, \
+                 busybox-static, libcap-dev, flex, bison, bc, libelf-dev, libssl-dev, rsync, cpio, git; \
+                 Debian's names) and point [kernel.NAME] source in matrix.toml at a kernel.org release, a \
+                 tarball or a git tree (source = { release = \"6.1.N\" } or \
+                 { tarball = \"/path/linux-6.1.tar.xz\" }), then run with --no-setup."
+            .to_string(),
+    };
+    format!(
         "{what}\n\
          This host is {}. kmatrix's set-up supports Debian 12 (bookworm) and 13 (trixie) on amd64, \
          with apt and Debian's archive keyring (the default matrix's kernels are Debian 12 packages).\n\
          What to do instead:\n\
          - run it in a Debian 12 container, e.g. `podman run --rm -it -v \"$PWD\":/src -w /src \
          --device /dev/kvm debian:bookworm` (install rustup, then `cargo xtask matrix`); or\n\
-         - install the tools yourself (qemu-system-x86, qemu-system-arm, gcc-aarch64-linux-gnu, \
-         busybox-static, libcap-dev, flex, bison, bc, libelf-dev, libssl-dev, rsync, cpio, git) and \
-         point [kernel.NAME] source in matrix.toml at a tarball or a git tree \
-         (source = {{ tarball = \"/path/linux-6.1.tar.xz\" }}), then run with --no-setup.",
-        host_name()
+         {yourself}",
+        host_name(os_release)
     )
 }
 
@@ -303,7 +406,8 @@ mod tests {
     /// true of this harness (a tarball source, --no-setup).
     #[test]
     fn refusal_names_the_host_and_what_to_do() {
-        let e = unsupported("apt has no installable candidate for: linux-source-6.1").to_string();
+        let os = include_str!("../../../tests/fixtures/os-release/debian-12");
+        let e = refusal("apt has no installable candidate for: linux-source-6.1", os);
         assert!(
             e.starts_with("apt has no installable candidate for: linux-source-6.1\nThis host is "),
             "{e}"
@@ -314,7 +418,43 @@ mod tests {
                 && e.contains("--no-setup"),
             "{e}"
         );
-        assert!(e.contains("source = { tarball = "), "{e}");
+        assert!(e.contains("source = { release = "), "{e}");
+        assert!(e.contains("This host is Debian GNU/Linux 12 (bookworm)."), "{e}");
+    }
+
+    /// /etc/os-release as Fedora 41, Arch and openSUSE Tumbleweed ship it:
+    /// the refusal gives this host's own install command and what it
+    /// lacks; a host whose manager is not known gets Debian's names.
+    #[test]
+    fn the_refusal_speaks_the_hosts_package_manager() {
+        let fx = |name: &str| {
+            std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../tests/fixtures/os-release")
+                    .join(name),
+            )
+            .unwrap()
+        };
+        let fedora = refusal("cannot run dpkg-query", &fx("fedora-41"));
+        assert!(fedora.contains("This host is Fedora Linux 41 (Forty One)."), "{fedora}");
+        assert!(
+            fedora.contains("\n    sudo dnf install make gcc glibc-static flex bison"),
+            "{fedora}"
+        );
+        assert!(fedora.contains("builds kernels only") && fedora.contains("--no-setup"));
+        let arch = refusal("cannot run dpkg-query", &fx("arch"));
+        assert!(arch.contains("\n    sudo pacman -S --needed base-devel bc"), "{arch}");
+        assert!(arch.contains("aarch64-linux-gnu-glibc"), "{arch}");
+        // Rocky says it is like Fedora.
+        let rocky = "NAME=\"Rocky Linux\"\nID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n";
+        assert_eq!(other_manager(rocky).map(|m| m.install), Some("sudo dnf install"));
+        let suse = refusal("cannot run dpkg-query", &fx("opensuse-tumbleweed"));
+        assert!(suse.contains("This host is openSUSE Tumbleweed."), "{suse}");
+        assert!(suse.contains("busybox-static, libcap-dev") && !suse.contains("sudo "), "{suse}");
+        for debian in ["debian-12", "debian-13"] {
+            assert_eq!(other_manager(&fx(debian)), None);
+        }
+        assert!(refusal("x", "").contains("This host is an unknown system"));
     }
 
     /// `apt-get install -s busybox` on a host with busybox-static (the
