@@ -767,7 +767,7 @@ mod tests {
         assert_eq!(first_boots(None, &case, &m), 1);
         assert_eq!(first_boots(None, &Predicate::NewFailures, &m), 1);
         assert_eq!(first_boots(None, &metric, &m), m.run.boots);
-        assert_eq!(m.run.boots, 6, "the default matrix's run.boots");
+        assert_eq!(m.run.boots, 3, "the default matrix's run.boots");
         assert_eq!(first_boots(Some(4), &metric, &m), 4);
     }
 

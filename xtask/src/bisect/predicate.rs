@@ -280,7 +280,16 @@ fn judge_regression(
     let (bb, sb) = (bm.by_boot(), sm.by_boot());
     // Bisect judges medians, as its threshold predicate does, whatever
     // quantile the matrix's comparisons use.
-    let judged = compare::judge(&bb, &sb, Pairing::None, better, min_effect_pct, 0.5, compare::ALPHA, &never);
+    let judged = compare::judge(
+        &bb,
+        &sb,
+        Pairing::None,
+        better,
+        min_effect_pct,
+        0.5,
+        compare::ALPHA,
+        &never,
+    );
     let Some(compare::Judged { ci, p, reason, .. }) = judged else {
         return Verdict::Unclear(format!("{metric}: too few samples to compare"));
     };

@@ -499,8 +499,8 @@ mod tests {
                 "--max-boots 2 is below the 5 boots a step starts with (--boots)",
             ),
             (
-                with(&metric, &["--regressed-by", "10", "--max-boots", "3"]),
-                "--max-boots 3 is below the 6 boots a step starts with",
+                with(&metric, &["--regressed-by", "10", "--max-boots", "2"]),
+                "--max-boots 2 is below the 3 boots a step starts with",
             ),
             (
                 with(&["--arch", "x86_64", "--test", "seccomp_bpf"], &[]),

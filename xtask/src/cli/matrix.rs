@@ -228,8 +228,13 @@ pub fn execute(
 fn write_summary(run: &results::Run, m: &Matrix, run_dir: &std::path::Path) -> String {
     let summary = super::reports::summary(run)
         + &crate::report::aa::noise_text(&crate::stats::aa::noise(&[run], m));
-    if let Err(e) = crate::host::cache::write_atomic(&run_dir.join("summary.md"), summary.as_bytes()) {
-        eprintln!("warning: writing {}: {e:#}", run_dir.join("summary.md").display());
+    if let Err(e) =
+        crate::host::cache::write_atomic(&run_dir.join("summary.md"), summary.as_bytes())
+    {
+        eprintln!(
+            "warning: writing {}: {e:#}",
+            run_dir.join("summary.md").display()
+        );
     }
     summary
 }

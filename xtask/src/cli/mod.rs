@@ -823,8 +823,8 @@ mod tests {
                 "--max-boots 2 is below --boots 5: expected --max-boots 5..=50",
             ),
             (
-                &["--max-boots", "3"],
-                "--max-boots 3 is below the matrix's run.boots = 6",
+                &["--max-boots", "2"],
+                "--max-boots 2 is below the matrix's run.boots = 3",
             ),
             (&["--cell-timeout", "0"], "0 is not in 1..=86400"),
             (&["--retries", "11"], "11 is not in 0..=10"),

@@ -90,7 +90,8 @@ pub const OTHER_MANAGERS: &[OtherManager] = &[
             "qemu-system-x86",
             "qemu-system-aarch64",
         ],
-        gaps: "gcc-aarch64-linux-gnu builds kernels only (there is no arm64 C library to link guest \
+        gaps:
+            "gcc-aarch64-linux-gnu builds kernels only (there is no arm64 C library to link guest \
                programs with), and there is no static arm64 busybox: select --arch x86_64, or run \
                arm64 cells in the Debian container",
     },
@@ -143,7 +144,7 @@ fn refusal(what: &str, os_release: &str) -> String {
             "- install the tools with this host's package manager:\n    {} {}\n  \
              ({}), point [kernel.NAME] source in matrix.toml at a kernel.org release, a tarball or \
              a git tree (the default matrix's Debian packages need apt): \
-             source = {{ release = \"6.1.N\" }} or {{ tarball = \"/path/linux-6.1.tar.xz\" }}, \
+             source = {{ release = \"6.1.119\" }} or {{ tarball = \"/path/linux-6.1.tar.xz\" }}, \
              then run with --no-setup.",
             m.install,
             m.packages.join(" "),
@@ -152,7 +153,7 @@ fn refusal(what: &str, os_release: &str) -> String {
         None => "- install the tools yourself (qemu-system-x86, qemu-system-arm, gcc-aarch64-linux-gnu, \
                  busybox-static, libcap-dev, flex, bison, bc, libelf-dev, libssl-dev, rsync, cpio, git; \
                  Debian's names) and point [kernel.NAME] source in matrix.toml at a kernel.org release, a \
-                 tarball or a git tree (source = { release = \"6.1.N\" } or \
+                 tarball or a git tree (source = { release = \"6.1.119\" } or \
                  { tarball = \"/path/linux-6.1.tar.xz\" }), then run with --no-setup."
             .to_string(),
     };
@@ -419,7 +420,10 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("source = { release = "), "{e}");
-        assert!(e.contains("This host is Debian GNU/Linux 12 (bookworm)."), "{e}");
+        assert!(
+            e.contains("This host is Debian GNU/Linux 12 (bookworm)."),
+            "{e}"
+        );
     }
 
     /// /etc/os-release as Fedora 41, Arch and openSUSE Tumbleweed ship it:
@@ -436,21 +440,33 @@ mod tests {
             .unwrap()
         };
         let fedora = refusal("cannot run dpkg-query", &fx("fedora-41"));
-        assert!(fedora.contains("This host is Fedora Linux 41 (Forty One)."), "{fedora}");
+        assert!(
+            fedora.contains("This host is Fedora Linux 41 (Forty One)."),
+            "{fedora}"
+        );
         assert!(
             fedora.contains("\n    sudo dnf install make gcc glibc-static flex bison"),
             "{fedora}"
         );
         assert!(fedora.contains("builds kernels only") && fedora.contains("--no-setup"));
         let arch = refusal("cannot run dpkg-query", &fx("arch"));
-        assert!(arch.contains("\n    sudo pacman -S --needed base-devel bc"), "{arch}");
+        assert!(
+            arch.contains("\n    sudo pacman -S --needed base-devel bc"),
+            "{arch}"
+        );
         assert!(arch.contains("aarch64-linux-gnu-glibc"), "{arch}");
         // Rocky says it is like Fedora.
         let rocky = "NAME=\"Rocky Linux\"\nID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n";
-        assert_eq!(other_manager(rocky).map(|m| m.install), Some("sudo dnf install"));
+        assert_eq!(
+            other_manager(rocky).map(|m| m.install),
+            Some("sudo dnf install")
+        );
         let suse = refusal("cannot run dpkg-query", &fx("opensuse-tumbleweed"));
         assert!(suse.contains("This host is openSUSE Tumbleweed."), "{suse}");
-        assert!(suse.contains("busybox-static, libcap-dev") && !suse.contains("sudo "), "{suse}");
+        assert!(
+            suse.contains("busybox-static, libcap-dev") && !suse.contains("sudo "),
+            "{suse}"
+        );
         for debian in ["debian-12", "debian-13"] {
             assert_eq!(other_manager(&fx(debian)), None);
         }

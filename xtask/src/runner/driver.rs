@@ -264,7 +264,10 @@ impl<'a> Driver<'a> {
             if signals::interrupted() {
                 for &k in &members {
                     ui.cell(todo[k].0 + 1, cells.len(), &refs[k].id())
-                        .finish(&format!("interrupted; not recorded ({})", self.continue_hint()));
+                        .finish(&format!(
+                            "interrupted; not recorded ({})",
+                            self.continue_hint()
+                        ));
                 }
                 continue;
             }
@@ -345,12 +348,8 @@ impl<'a> Driver<'a> {
                 None => return true,
                 Some(Some(c)) => match c.expected_so_far(&self.ctx) {
                     None if c.booted() == 0 && c.wants_boot() => return false,
-                    None => {}
-                    Some((ok, mm)) => {
-                        if !ok {
-                            bad.extend(mm);
-                        }
-                    }
+                    Some((false, mm)) => bad.extend(mm),
+                    _ => {}
                 },
                 Some(None) => {
                     let id = cell.id();
@@ -366,8 +365,11 @@ impl<'a> Driver<'a> {
         let group = format!("{}/*/{}/{}", c.kernel, c.arch.name(), c.config);
         if bad.is_empty() {
             self.ui.println(&format!(
-                "{group}: tests as expected in all {} cells after their first boot",
-                cells.len()
+                "{group}: tests as expected after the first boot ({})",
+                match cells.len() {
+                    1 => "its one cell".to_string(),
+                    n => format!("each of its {n} cells"),
+                }
             ));
         } else {
             self.ui.println(&format!(
@@ -460,7 +462,7 @@ impl<'a> Driver<'a> {
             matrix: String::new(),
             cells: members
                 .iter()
-                .filter_map(|&k| live[k].as_ref().and_then(|c| c.so_far()).cloned())
+                .filter_map(|&k| live[k].as_ref().and_then(|c| c.so_far()))
                 .collect(),
             comparisons: vec![],
             origins: vec![],
@@ -475,7 +477,10 @@ impl<'a> Driver<'a> {
             })
         });
         for c in schedule::given_up(&cs) {
-            let key = format!("{} {} {} {}", c.base_cell, c.new_cell, c.base_metric, c.new_metric);
+            let key = format!(
+                "{} {} {} {}",
+                c.base_cell, c.new_cell, c.base_metric, c.new_metric
+            );
             if self.told.borrow_mut().insert(key) {
                 self.ui.println(&format!(
                     "{}: {}",

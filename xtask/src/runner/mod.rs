@@ -357,12 +357,18 @@ impl CellRun<'_> {
         }
     }
 
-    /// The cell's boots merged so far (None before its first boot, or once
-    /// it failed for good): what a comparison can already be made from.
-    pub fn so_far(&self) -> Option<&CellResult> {
+    /// The cell's boots merged so far, with their boot records (None
+    /// before its first boot, or once it failed for good): what a
+    /// comparison can already be made from, paired boot by boot as the
+    /// finished cell's will be.
+    pub fn so_far(&self) -> Option<CellResult> {
         match &self.state {
             State::Done(_) => None,
-            State::Booting(b) => b.merged.as_ref(),
+            State::Booting(b) => b.merged.as_ref().map(|m| {
+                let mut r = m.clone();
+                r.boots = b.records.clone();
+                r
+            }),
         }
     }
 

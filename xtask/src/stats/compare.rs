@@ -1226,7 +1226,11 @@ pub(crate) mod aa_fixture {
         };
         let fixed = pick(&compare(&run, &m));
         assert_eq!(fixed.level, 0.05);
-        run.looks = Some(Looks { first: 3, step: 3, max: 18 });
+        run.looks = Some(Looks {
+            first: 3,
+            step: 3,
+            max: 18,
+        });
         let seq = pick(&compare(&run, &m));
         // Pocock-type boundaries for 5 or 6 looks lie between 2.38 and
         // 2.44 (published tables): a two-sided level of 1.5% to 1.7%.
@@ -1245,7 +1249,11 @@ pub(crate) mod aa_fixture {
         let c3 = pick(&compare(&run, &m3));
         assert_eq!(c3.verdict, Verdict::TooNoisy, "{c3:?}");
         assert!(c3.futile, "{c3:?}");
-        run.looks = Some(Looks { first: 3, step: 3, max: 30 });
+        run.looks = Some(Looks {
+            first: 3,
+            step: 3,
+            max: 30,
+        });
         assert!(!pick(&compare(&run, &m3)).futile);
         // Across runs nothing ran in pairs: one look, at ALPHA.
         let across = compare_runs_until(&run, &run, &m, &never).unwrap();

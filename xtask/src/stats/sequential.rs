@@ -182,21 +182,23 @@ impl Plan {
     /// The look a comparison of `n` boots (pairs) is at: the last look at
     /// or below n (the first, below it), counted from 0.
     pub fn look_of(&self, n: u32) -> usize {
-        self.looks()
-            .iter()
-            .rposition(|&l| l <= n)
-            .unwrap_or(0)
+        self.looks().iter().rposition(|&l| l <= n).unwrap_or(0)
     }
 
     /// The nominal two-sided level of each look, spending `alpha` in all
     /// (computed once per plan and alpha in a thread).
     pub fn nominal_levels(&self, alpha: f64) -> Vec<f64> {
+        type Known = Vec<((Plan, u64), Vec<f64>)>;
         thread_local! {
-            static KNOWN: std::cell::RefCell<Vec<((Plan, u64), Vec<f64>)>> =
-                const { std::cell::RefCell::new(Vec::new()) };
+            static KNOWN: std::cell::RefCell<Known> = const { std::cell::RefCell::new(Vec::new()) };
         }
         let key = (*self, alpha.to_bits());
-        if let Some(v) = KNOWN.with(|k| k.borrow().iter().find(|(x, _)| *x == key).map(|(_, v)| v.clone())) {
+        if let Some(v) = KNOWN.with(|k| {
+            k.borrow()
+                .iter()
+                .find(|(x, _)| *x == key)
+                .map(|(_, v)| v.clone())
+        }) {
             return v;
         }
         let info: Vec<f64> = self.looks().iter().map(|&n| n as f64).collect();
@@ -289,7 +291,11 @@ mod tests {
         assert_eq!(p.look_of(10), 3);
         let levels = p.nominal_levels(0.05);
         // The first look spends alpha * ln(1 + (e - 1) 3/10) alone.
-        assert_close(levels[0], 0.05 * (1.0 + (std::f64::consts::E - 1.0) * 0.3).ln(), 1e-9);
+        assert_close(
+            levels[0],
+            0.05 * (1.0 + (std::f64::consts::E - 1.0) * 0.3).ln(),
+            1e-9,
+        );
         assert!(levels.iter().all(|&l| l > 0.005 && l < 0.05), "{levels:?}");
     }
 }
