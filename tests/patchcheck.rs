@@ -1,9 +1,11 @@
 //! `cargo xtask patchcheck` on real builds of 6.1: the planted series of
 //! tests/patchcheck/planted (a new warning, a checkpatch error, a break of
-//! the arm64 build only), each named with its patch and its text.
+//! the arm64 build only), each named with its patch and its text; and
+//! `bisect --builds arm64` finding the break.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -15,8 +17,13 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
+/// One kernel build at a time: both tests build 6.1 in the same
+/// directories.
+static SERIAL: Mutex<()> = Mutex::new(());
+
 #[test]
 fn each_planted_fault_is_named_with_its_patch_and_text() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("patchcheck-planted");
     let _ = std::fs::remove_dir_all(&out);
     let t = Instant::now();
@@ -122,4 +129,77 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
     assert!(md.contains("- patch 1 \"seccomp: count the wake-ups of a user notification\": 1 new compiler warning on x86_64/tiny, arm64/tiny"), "{md}");
     assert!(md.contains("- patch 2 \"seccomp: add a helper that says whether a notification is planted\": 1 checkpatch finding at error or worse"), "{md}");
     assert!(!md.contains("x86_64/tiny: first broken"), "{md}");
+    // The HTML page says the same: the break, in the arm64 column of patch 3.
+    let html = std::fs::read_to_string(out.join("patchcheck.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    assert!(
+        html.contains("<li>arm64/tiny: first broken by patch 3 &quot;seccomp: a change that only arm64 does not build&quot;"),
+        "{html}"
+    );
+    let row3 = html
+        .split("<tr class=bad><td>3 ")
+        .nth(1)
+        .unwrap()
+        .split("</tr>")
+        .next()
+        .unwrap();
+    let cells: Vec<&str> = row3.split("<td").collect();
+    assert!(
+        cells[1].contains("o o-pass") && cells[2].contains("o o-build-error"),
+        "{row3}"
+    );
+}
+
+/// The break of the arm64 build, found by bisecting on the build alone:
+/// nothing is booted, the base and patches 1-2 build, patch 3 is named
+/// with its #error.
+#[test]
+fn bisect_builds_names_the_patch_that_breaks_one_arch() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bisect-builds");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(repo())
+        .args([
+            "bisect",
+            "--kernel",
+            "6.1",
+            "--series",
+            "tests/patchcheck/planted",
+            "--builds",
+            "arm64",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let md = std::fs::read_to_string(out.join("bisect.md")).unwrap_or_default();
+    eprintln!(
+        "bisect: exit {:?}\n{}\n{}\n{md}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(o.status.code(), Some(0), "{md}");
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("bisect.json")).unwrap()).unwrap();
+    assert_eq!(state["arch"], "arm64");
+    assert_eq!(state["predicate"]["kind"], "builds", "{state}");
+    let ans = &state["answer"];
+    assert_eq!(ans["kind"], "found", "{md}");
+    assert_eq!(ans["index"], 3, "{md}");
+    assert_eq!(
+        ans["patch"]["subject"],
+        "seccomp: a change that only arm64 does not build"
+    );
+    let bad = ans["bad"].as_str().unwrap();
+    assert!(
+        bad.starts_with("build-error for arm64")
+            && bad.contains("planted: this patch breaks the arm64 build only"),
+        "{bad}"
+    );
+    // No step booted a kernel.
+    for step in state["steps"].as_array().unwrap() {
+        assert_eq!(step["boots"], 0, "{step}");
+    }
 }

@@ -224,6 +224,23 @@ fn run_judged(
         }
         _ => (results::Better::Lower, 5.0),
     };
+    if let Predicate::Builds { .. } = pred {
+        let r = match runner::build_only(ctx, cell, sink) {
+            Ok((r, _)) => r,
+            Err(e) => {
+                let mut r = CellResult::blank(&cell.id(), results::Outcome::InfraError);
+                r.evidence.push(results::Evidence::new(
+                    results::EvidenceKind::Harness,
+                    "harness error",
+                    format!("{e:#}"),
+                    None,
+                ));
+                r
+            }
+        };
+        let v = predicate::judge(pred, &r, base, better, min_effect);
+        return (r, v, 0);
+    }
     let mut boots = plan.boots;
     loop {
         ctx.boots = Some(boots);

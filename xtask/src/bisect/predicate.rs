@@ -34,6 +34,9 @@ pub enum Predicate {
     },
     /// The metric is worse than on the base by more than `pct` percent.
     Regression { metric: String, pct: f64 },
+    /// The kernel does not build for `arch` (config or make fails);
+    /// nothing is booted.
+    Builds { arch: String },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +55,7 @@ impl Predicate {
         match self {
             Predicate::Outcome { test, .. } => Some(vec![test.clone()]),
             Predicate::NewFailures => None,
+            Predicate::Builds { .. } => Some(vec![]),
             Predicate::Threshold { metric, .. } | Predicate::Regression { metric, .. } => {
                 Some(vec![metric.split('.').next().unwrap_or(metric).to_string()])
             }
@@ -89,6 +93,7 @@ impl Predicate {
             Predicate::Regression { metric, pct } => {
                 format!("{metric} is worse than on the base by more than {pct}% (95% CI)")
             }
+            Predicate::Builds { arch } => format!("the kernel does not build for {arch}"),
         }
     }
 }
@@ -120,10 +125,14 @@ pub fn judge(
     better: Better,
     min_effect_pct: f64,
 ) -> Verdict {
+    if let Predicate::Builds { arch } = p {
+        return judge_build(step, arch);
+    }
     if let Some(why) = not_judgeable(step) {
         return Verdict::Skip(why);
     }
     match p {
+        Predicate::Builds { arch } => judge_build(step, arch),
         Predicate::Outcome { test, case, bad } => judge_outcome(step, test, case.as_deref(), bad),
         Predicate::NewFailures => match base {
             Some(base) => judge_new_failures(step, base),
@@ -138,6 +147,27 @@ pub fn judge(
             Some(base) => judge_regression(step, base, metric, *pct, better, min_effect_pct),
             None => Verdict::Skip("no base result to compare with".into()),
         },
+    }
+}
+
+/// A build step: bad when its config or make failed (with the first lines
+/// of the error), good when it built; a patch that does not apply, or the
+/// harness failing, cannot be judged.
+fn judge_build(step: &CellResult, arch: &str) -> Verdict {
+    let why = || {
+        step.evidence
+            .first()
+            .map(|e| format!(": {} {}", e.what, first_lines(&e.excerpt, 3)))
+            .unwrap_or_default()
+    };
+    match step.outcome {
+        Outcome::BuildError | Outcome::ConfigError => {
+            Verdict::Bad(format!("{} for {arch}{}", step.outcome, why()))
+        }
+        Outcome::ApplyError | Outcome::InfraError => {
+            Verdict::Skip(format!("{}{}", step.outcome, why()))
+        }
+        _ => Verdict::Good(format!("builds for {arch}")),
     }
 }
 
@@ -387,6 +417,38 @@ mod tests {
             judge(&q, &series, None, Better::Lower, 5.0),
             Verdict::Skip(_)
         ));
+    }
+
+    /// A build predicate: a build or config error is bad, with its
+    /// evidence; a patch that does not apply is a skip; a kernel that
+    /// built is good whatever its tests did (they did not run).
+    #[test]
+    fn a_build_step_is_bad_only_when_the_build_fails() {
+        let (base, _) = real();
+        let p = Predicate::Builds {
+            arch: "arm64".into(),
+        };
+        let j = |c: &CellResult| judge(&p, c, None, Better::Lower, 5.0);
+        assert_eq!(j(&base), Verdict::Good("builds for arm64".into()));
+        let mut broken = base.clone();
+        broken.outcome = Outcome::BuildError;
+        broken.evidence = vec![crate::schema::Evidence::new(
+            crate::schema::EvidenceKind::Host,
+            "make failed",
+            "kernel/seccomp.c:12:2: error: #error \"planted\"\nmake[3]: *** Error 1",
+            None,
+        )];
+        assert_eq!(
+            j(&broken),
+            Verdict::Bad(
+                "build-error for arm64: make failed kernel/seccomp.c:12:2: error: #error \"planted\" | make[3]: *** Error 1"
+                    .into()
+            )
+        );
+        broken.outcome = Outcome::ApplyError;
+        assert!(matches!(j(&broken), Verdict::Skip(ref s) if s.starts_with("apply-error")));
+        assert_eq!(p.tests(), Some(vec![]));
+        assert!(!p.needs_base());
     }
 
     #[test]

@@ -141,7 +141,7 @@ impl BisectCmd {
             BisectRequest {
                 kernel: a.kernel.as_deref(),
                 sources: &a.source.spec(),
-                arch: a.opts.arch.as_deref(),
+                arch: a.pred.arch(a.opts.arch.as_deref())?,
                 config: a.opts.config.as_deref(),
                 pred: &move |m: &Matrix| pred_args.predicate(m),
                 boots: a.opts.boots,
@@ -211,6 +211,11 @@ pub struct PredicateArgs {
     /// Bad when a test or case that passes on the base does not.
     #[arg(long, conflicts_with_all = ["test", "metric"])]
     pub new_failures: bool,
+    /// Bad when the step's kernel does not build for ARCH (its config or
+    /// make fails); nothing is booted. A patch that does not apply is a
+    /// skip. ARCH is the bisect's arch (--arch, if given, must agree).
+    #[arg(long, value_name = "ARCH", conflicts_with_all = ["test", "metric", "new_failures"])]
+    pub builds: Option<String>,
     /// Judge by this metric, e.g. seccomp_notify.default.same-cpu.
     #[arg(long)]
     pub metric: Option<String>,
@@ -255,6 +260,12 @@ impl PredicateArgs {
         if self.new_failures {
             return Ok(Predicate::NewFailures);
         }
+        if let Some(arch) = &self.builds {
+            let arches: Vec<String> = m.run.arches.iter().map(|a| a.get_ref().clone()).collect();
+            plan_matrix::known_value("arch", arch, &arches)
+                .map_err(|e| anyhow::anyhow!("--builds {arch}: {e}"))?;
+            return Ok(Predicate::Builds { arch: arch.clone() });
+        }
         if let Some(metric) = &self.metric {
             let test = metric.split('.').next().unwrap_or_default();
             if !tests.iter().any(|t| t == test) {
@@ -281,7 +292,18 @@ impl PredicateArgs {
                 _ => bail!("--metric needs one of --above X, --below X, --regressed-by PCT"),
             };
         }
-        bail!("say what is bad: --test T [--case C] [--bad fail], --new-failures, or --metric M with --above/--below/--regressed-by")
+        bail!("say what is bad: --test T [--case C] [--bad fail], --new-failures, --builds ARCH, or --metric M with --above/--below/--regressed-by")
+    }
+
+    /// The arch the predicate names (`--builds ARCH`), reconciled with
+    /// `--arch`: either alone, or both the same.
+    pub fn arch<'a>(&'a self, arch: Option<&'a str>) -> Result<Option<&'a str>> {
+        match (self.builds.as_deref(), arch) {
+            (Some(b), Some(a)) if a != b => {
+                bail!("--builds {b} and --arch {a}: a build bisect judges the arch it builds")
+            }
+            (b, a) => Ok(a.or(b)),
+        }
     }
 }
 
@@ -325,10 +347,11 @@ impl StepOpts {
     /// starts with (it would be ignored). `--boots N` alone may exceed the
     /// default --max-boots: N boots a step, none added.
     pub fn validate(&self, m: &Matrix, configs: Vec<String>, pred: &PredicateArgs) -> Result<()> {
-        let arches = m.run.arches.iter().map(|a| a.get_ref().clone()).collect();
-        variants::pick_one("arch", self.arch.as_deref(), arches)?;
-        variants::pick_one("config", self.config.as_deref(), configs)?;
+        // The predicate first: `--builds ARCH` names the arch.
         let p = pred.predicate(m)?;
+        let arches = m.run.arches.iter().map(|a| a.get_ref().clone()).collect();
+        variants::pick_one("arch", pred.arch(self.arch.as_deref())?, arches)?;
+        variants::pick_one("config", self.config.as_deref(), configs)?;
         let first = bisect::first_boots(self.boots, &p, m);
         if let Some(mb) = self.max_boots.filter(|mb| *mb < first) {
             bail!(
@@ -474,6 +497,18 @@ mod tests {
         };
         let cases: Vec<(Vec<String>, &str)> = vec![
             (
+                with(
+                    &["--kernel", "6.1", "--arch", "arm64"],
+                    &["--builds", "x86_64"],
+                ),
+                "--builds x86_64 and --arch arm64: a build bisect judges the arch it builds",
+            ),
+            (
+                with(&["--kernel", "6.1"], &["--builds", "riscv64"]),
+                "--builds riscv64",
+            ),
+            (with(&t, &["--builds", "x86_64"]), "cannot be used with"),
+            (
                 with(&metric, &["--regressed-by", "NaN"]),
                 "`NaN` is not a finite number",
             ),
@@ -575,6 +610,11 @@ mod tests {
         }
         for ok in [
             with(&t, &[]),
+            with(&["--kernel", "6.1"], &["--builds", "arm64"]),
+            with(
+                &["--kernel", "6.1", "--arch", "arm64"],
+                &["--builds", "arm64"],
+            ),
             with(&t, &["--boots", "20"]),
             with(&t, &["--max-boots", "3"]),
             with(&metric, &["--regressed-by", "10", "--max-boots", "6"]),

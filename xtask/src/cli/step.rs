@@ -58,7 +58,7 @@ impl StepCmd {
         let name = variants::name_of(&tree);
         let arch = variants::pick_one(
             "arch",
-            a.opts.arch.as_deref(),
+            a.pred.arch(a.opts.arch.as_deref())?,
             strings(&template.run.arches),
         )?;
         let config = variants::pick_one(

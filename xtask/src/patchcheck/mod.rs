@@ -123,7 +123,7 @@ pub struct Plan<'a> {
     pub fail_on: String,
 }
 
-/// Runs the check; writes patchcheck.json and patchcheck.md into the run
+/// Runs the check; writes patchcheck.json, .md and .html into the run
 /// directory.
 pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
     let mut m = plan.matrix;
@@ -308,6 +308,10 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
     crate::host::cache::write_atomic(
         &plan.run_dir.join("patchcheck.md"),
         report::markdown(&check).as_bytes(),
+    )?;
+    crate::host::cache::write_atomic(
+        &plan.run_dir.join("patchcheck.html"),
+        report::html(&check).as_bytes(),
     )?;
     Ok(check)
 }

@@ -1,4 +1,4 @@
-//! patchcheck.md: the answer first (the first patch that breaks each
+//! patchcheck.md and patchcheck.html: the answer first (the first patch that breaks each
 //! target, the patches that add warnings or checkpatch findings), then one
 //! row a patch and one column a target, then each patch's details.
 
@@ -28,22 +28,15 @@ fn cell(b: &Built, prev_ok: bool) -> String {
     }
 }
 
-pub fn markdown(c: &Check) -> String {
-    let mut s = format!(
-        "# patchcheck: {} on {}\n\n{} patches, {} targets ({}); checkpatch fails at `{}`.\n\n",
-        c.series,
-        c.kernel,
-        c.patches.len(),
-        c.targets.len(),
-        c.targets.join(", "),
-        c.fail_on
-    );
-    // The answer.
+/// What the series did, one line each: the first patch that breaks each
+/// target, the patches that add compiler warnings or checkpatch findings
+/// at the failing severity. Empty: nothing.
+pub fn answer(c: &Check) -> Vec<String> {
     let mut answer: Vec<String> = Vec::new();
     for (t, target) in c.targets.iter().enumerate() {
         if c.base.get(t).is_some_and(|b| !b.ok()) {
             answer.push(format!(
-                "- {target}: the base itself does not build ({})",
+                "{target}: the base itself does not build ({})",
                 c.base[t].first_error
             ));
             continue;
@@ -54,7 +47,7 @@ pub fn markdown(c: &Check) -> String {
             .find(|p| p.builds.get(t).is_some_and(|b| !b.ok()))
         {
             answer.push(format!(
-                "- {target}: first broken by patch {} \"{}\": `{}`",
+                "{target}: first broken by patch {} \"{}\": `{}`",
                 p.number, p.info.subject, p.builds[t].first_error
             ));
         }
@@ -71,7 +64,7 @@ pub fn markdown(c: &Check) -> String {
                 .map(|b| b.target.as_str())
                 .collect();
             answer.push(format!(
-                "- patch {} \"{}\": {} new compiler warning{} on {}",
+                "patch {} \"{}\": {} new compiler warning{} on {}",
                 p.number,
                 p.info.subject,
                 texts.len(),
@@ -82,7 +75,7 @@ pub fn markdown(c: &Check) -> String {
         let cp = super::parse::counts_at(&p.checkpatch, &c.fail_on);
         if cp > 0 {
             answer.push(format!(
-                "- patch {} \"{}\": {cp} checkpatch finding{} at {} or worse",
+                "patch {} \"{}\": {cp} checkpatch finding{} at {} or worse",
                 p.number,
                 p.info.subject,
                 if cp == 1 { "" } else { "s" },
@@ -90,11 +83,27 @@ pub fn markdown(c: &Check) -> String {
             ));
         }
     }
+    answer
+}
+
+pub fn markdown(c: &Check) -> String {
+    let mut s = format!(
+        "# patchcheck: {} on {}\n\n{} patches, {} targets ({}); checkpatch fails at `{}`.\n\n",
+        c.series,
+        c.kernel,
+        c.patches.len(),
+        c.targets.len(),
+        c.targets.join(", "),
+        c.fail_on
+    );
+    let answer = answer(c);
     if answer.is_empty() {
         s += "Every patch builds on every target with no new warnings and no checkpatch finding at that level.\n\n";
     } else {
-        s += &answer.join("\n");
-        s += "\n\n";
+        for a in &answer {
+            s += &format!("- {a}\n");
+        }
+        s += "\n";
     }
     // The table.
     s += "| patch |";
@@ -172,4 +181,134 @@ pub fn markdown(c: &Check) -> String {
         }
     }
     s
+}
+
+/// The same, as one self-contained HTML page: the answer, the table (one
+/// row a patch, one column a target; a break or new warnings marked), and
+/// each patch's findings.
+pub fn html(c: &Check) -> String {
+    use crate::report::html::{esc, page};
+    let mut s = format!(
+        "<h1>patchcheck: {} on {}</h1><p class=meta>{} patches, {} targets ({}); checkpatch fails at <code>{}</code>.</p>",
+        esc(&c.series),
+        esc(&c.kernel),
+        c.patches.len(),
+        c.targets.len(),
+        esc(&c.targets.join(", ")),
+        esc(&c.fail_on)
+    );
+    let answer = answer(c);
+    if answer.is_empty() {
+        s += "<p>Every patch builds on every target with no new warnings and no checkpatch finding at that level.</p>";
+    } else {
+        s += "<ul class=verdicts>";
+        for a in &answer {
+            s += &format!("<li>{}</li>", esc(a));
+        }
+        s += "</ul>";
+    }
+    s += "<table><tr><th>patch</th>";
+    for t in &c.targets {
+        s += &format!("<th>{}</th>", esc(t));
+    }
+    s += "<th>checkpatch E/W/C</th><th>kernel-doc new</th></tr><tr><td>base</td>";
+    for b in &c.base {
+        s += &html_cell(b, true);
+    }
+    s += "<td></td><td></td></tr>";
+    for p in &c.patches {
+        let bad = c.patch_is_bad(p);
+        s += &format!(
+            "<tr{}><td>{} {}</td>",
+            if bad { " class=bad" } else { "" },
+            p.number,
+            esc(&p.info.subject)
+        );
+        for (t, b) in p.builds.iter().enumerate() {
+            let prev_ok = if p.number == 1 {
+                c.base.get(t).is_some_and(Built::ok)
+            } else {
+                c.patches[p.number - 2].builds.get(t).is_some_and(Built::ok)
+            };
+            s += &html_cell(b, prev_ok);
+        }
+        let n = |sev: &str| p.checkpatch.iter().filter(|f| f.severity == sev).count();
+        s += &format!(
+            "<td class=num>{}/{}/{}</td><td class=num>{}</td></tr>",
+            n("ERROR"),
+            n("WARNING"),
+            n("CHECK"),
+            p.kernel_doc.len()
+        );
+    }
+    s += "</table>";
+    for p in &c.patches {
+        let mut items: Vec<String> = Vec::new();
+        for b in &p.builds {
+            items.extend(b.new_warnings.iter().map(|w| format!("{}: {w}", b.target)));
+            items.extend(
+                b.new_w1_warnings
+                    .iter()
+                    .map(|w| format!("{} (W=1): {w}", b.target)),
+            );
+        }
+        items.extend(p.checkpatch.iter().map(|f| {
+            let at = if f.location.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", f.location)
+            };
+            format!("checkpatch {}:{}: {}{at}", f.severity, f.kind, f.message)
+        }));
+        items.extend(p.kernel_doc.iter().map(|w| format!("kernel-doc: {w}")));
+        if items.is_empty() {
+            continue;
+        }
+        s += &format!(
+            "<h3>Patch {}: {}</h3><ul class=cases>",
+            p.number,
+            esc(&p.info.subject)
+        );
+        for i in items {
+            s += &format!("<li>{}</li>", esc(&i));
+        }
+        s += "</ul>";
+    }
+    page(&format!("kmatrix patchcheck {}", c.series), &s)
+}
+
+/// A table cell of a build: its outcome (a break that is new, in the
+/// outcome's colour) or its new warnings.
+fn html_cell(b: &Built, prev_ok: bool) -> String {
+    use crate::report::html::esc;
+    if !b.ok() {
+        let text = if b.first_error.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", esc(&b.first_error))
+        };
+        let class = if prev_ok {
+            format!("o o-{}", esc(&b.outcome))
+        } else {
+            "o o-skip".into()
+        };
+        let before = if prev_ok { "" } else { " (as before)" };
+        return format!(
+            "<td><span class=\"{class}\">{}</span>{text}{before}</td>",
+            esc(&b.outcome)
+        );
+    }
+    match (b.new_warnings.len(), b.new_w1_warnings.len()) {
+        (0, 0) => "<td><span class=\"o o-pass\">ok</span></td>".into(),
+        (0, w1) => format!("<td><span class=\"o o-pass\">ok</span> {w1} new with W=1</td>"),
+        (w, w1) => format!(
+            "<td><span class=\"o o-fail\">{w} new warning{}</span>{}</td>",
+            if w == 1 { "" } else { "s" },
+            if w1 > 0 {
+                format!(" {w1} more with W=1")
+            } else {
+                String::new()
+            }
+        ),
+    }
 }

@@ -9,11 +9,24 @@ use crate::schema::{Comparison, ComparisonKind, PTest};
 #[cfg(test)]
 pub(crate) use crate::stats::compare::aa_fixture;
 
+/// The CI's level when it is not 95%: a planned look's (`Comparison::level`).
+fn level_note(c: &Comparison) -> String {
+    if c.level == 0.05 || !c.ci95_lo.is_finite() {
+        String::new()
+    } else {
+        format!(
+            " ({:.1}%, look at {} boots)",
+            100.0 * (1.0 - c.level),
+            c.boots_new
+        )
+    }
+}
+
 pub fn markdown(cs: &[Comparison]) -> String {
     if cs.is_empty() {
         return String::new();
     }
-    let mut s = String::from("\n## Comparisons\n\n| new | vs base | median base | median new | change | 95% CI | p | verdict |\n|---|---|---|---|---|---|---|---|\n");
+    let mut s = String::from("\n## Comparisons\n\n| new | vs base | median base | median new | change | CI | p | verdict |\n|---|---|---|---|---|---|---|---|\n");
     for c in cs {
         let new = format!("{} {}{}", c.new_cell, c.new_metric, c.split_note());
         let base = match c.kind {
@@ -50,11 +63,13 @@ pub fn markdown(cs: &[Comparison]) -> String {
             fixed(c.median_new, 3),
             c.unit,
             pct(c.pct_change, 1),
-            ci_pct(c.ci95_lo, c.ci95_hi),
+            ci_pct(c.ci95_lo, c.ci95_hi) + &level_note(c),
             {
                 let mut v = verdict_words(c);
                 if let Some(sd) = c.boot_sd_pct {
-                    let (what, unit) = if c.p_test == PTest::PairedBootMedians {
+                    let (what, unit) = if c.kind == ComparisonKind::Within {
+                        ("the ratio moves from boot to boot by", "boots")
+                    } else if c.p_test == PTest::PairedBootMedians {
                         ("pairs of boots differ", "pairs")
                     } else {
                         ("boots vary", "boots a side")
@@ -67,6 +82,9 @@ pub fn markdown(cs: &[Comparison]) -> String {
                             )),
                         c.min_effect_pct
                     );
+                }
+                if c.futile {
+                    v += "; no more boots: more than the run may give";
                 }
                 match &c.reference {
                     Some(r) => format!("{v}; {r}"),

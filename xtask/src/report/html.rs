@@ -42,6 +42,14 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// A self-contained page with the report's style: `body` inside.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>\n",
+        esc(title)
+    )
+}
+
 const STYLE: &str = r#"
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 14px; margin: 24px; color: #1d2126; max-width: 1400px; }
 h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }

@@ -307,8 +307,9 @@ fn pairing(
 }
 
 /// For a "too noisy" verdict, the noise behind it (SD in percent) and the
-/// boots a side (or pairs) that would settle it; (None, None) otherwise,
-/// and for the same boots (two metrics of one cell), whose noise cancels.
+/// boots a side (or pairs) that would settle it; (None, None) otherwise.
+/// Two metrics of the same boots are pairs too: what is left of their
+/// noise is how their ratio moves from boot to boot.
 fn too_noisy_noise(
     verdict: Verdict,
     pairing: Pairing,
@@ -319,7 +320,10 @@ fn too_noisy_noise(
     min_effect_pct: f64,
 ) -> (Option<f64>, Option<u32>) {
     match (verdict, pairing, test) {
-        (Verdict::TooNoisy, _, PTest::PairedBootMedians) => {
+        (Verdict::TooNoisy, Pairing::SameBoots, _)
+        | (Verdict::TooNoisy, _, PTest::PairedBootMedians)
+            if base_boots.len() == new_boots.len() && base_boots.len() > 1 =>
+        {
             // Pairs: the noise that is left once each pair's shared host
             // state cancels, and the pairs it calls for.
             let (ss, df) = pair_log_ss(base_boots, new_boots, q);
@@ -1207,6 +1211,46 @@ pub(crate) mod aa_fixture {
             level: 0.05,
             futile: false,
         }
+    }
+
+    /// Two metrics of the same boots are pairs: a too-noisy within
+    /// comparison says how their ratio moves from boot to boot, and the
+    /// boots that would settle it.
+    #[test]
+    fn a_within_comparison_says_how_its_ratio_moves_between_boots() {
+        let base: Vec<Vec<f64>> = vec![vec![100.0; 5]; 4];
+        let new: Vec<Vec<f64>> = [100.0, 110.0, 95.0, 105.0]
+            .iter()
+            .map(|&x| vec![x; 5])
+            .collect();
+        let b: Vec<&[f64]> = base.iter().map(|v| &v[..]).collect();
+        let n: Vec<&[f64]> = new.iter().map(|v| &v[..]).collect();
+        // By hand: the log ratios 0, ln 1.10, ln 0.95, ln 1.05 have an SD
+        // of 0.063093 (3 df), shown as 100 (e^sd - 1) = 6.513%; the
+        // smallest n with sd / sqrt(n) (t(0.975, n-1) + 0.84) <= ln 1.05
+        // is 15 (t(0.975, 14) = 2.1448 from mpmath; n = 14 misses).
+        let (sd, needed) = too_noisy_noise(
+            Verdict::TooNoisy,
+            Pairing::SameBoots,
+            PTest::MannWhitney,
+            &b,
+            &n,
+            0.5,
+            5.0,
+        );
+        assert!((sd.unwrap() - 6.513).abs() < 2e-3, "{sd:?}");
+        assert_eq!(needed, Some(15));
+        // Decided comparisons carry no such figures.
+        let none = too_noisy_noise(
+            Verdict::NoChange,
+            Pairing::SameBoots,
+            PTest::MannWhitney,
+            &b,
+            &n,
+            0.5,
+            5.0,
+        );
+        assert_eq!(none, (None, None));
     }
 
     /// The same A/A run as if it had planned looks at 3, 6, ..., 18 boots:
