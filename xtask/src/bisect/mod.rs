@@ -225,7 +225,8 @@ fn run_judged(
         _ => (results::Better::Lower, 5.0),
     };
     if let Predicate::Builds { .. } = pred {
-        let r = match runner::build_only(ctx, cell, sink) {
+        let t = std::time::Instant::now();
+        let mut r = match runner::build_only(ctx, cell, sink) {
             Ok((r, _)) => r,
             Err(e) => {
                 let mut r = CellResult::blank(&cell.id(), results::Outcome::InfraError);
@@ -238,6 +239,7 @@ fn run_judged(
                 r
             }
         };
+        r.timings.total_s = t.elapsed().as_secs_f64();
         let v = predicate::judge(pred, &r, base, better, min_effect);
         return (r, v, 0);
     }
