@@ -347,7 +347,9 @@ impl<'a> Driver<'a> {
             match live.get(k) {
                 None => return true,
                 Some(Some(c)) => match c.expected_so_far(&self.ctx) {
-                    None if c.booted() == 0 && c.wants_boot() => return false,
+                    // Not booted yet; or ended before its first boot (a
+                    // build error, say): said once it is recorded.
+                    None if c.booted() == 0 => return false,
                     Some((false, mm)) => bad.extend(mm),
                     _ => {}
                 },

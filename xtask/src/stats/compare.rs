@@ -382,15 +382,22 @@ fn make(
         }
     }
     let test = p_test(&base_boots, &new_boots, pairing);
-    let (boot_sd_pct, boots_needed) = too_noisy_noise(
-        verdict,
-        pairing,
-        test,
-        &base_boots,
-        &new_boots,
-        q,
-        min_effect_pct,
-    );
+    // Two metrics of the same boots give their noise where it can stop
+    // boots, in a run with planned looks; a run without looks reads as it
+    // always has.
+    let (boot_sd_pct, boots_needed) = if pairing == Pairing::SameBoots && seq.is_none() {
+        (None, None)
+    } else {
+        too_noisy_noise(
+            verdict,
+            pairing,
+            test,
+            &base_boots,
+            &new_boots,
+            q,
+            min_effect_pct,
+        )
+    };
     // A spread that is not a number (a boot statistic of 0) is not shown.
     let boot_sd_pct = boot_sd_pct.filter(|x| x.is_finite());
     // Futility: past the first look, a comparison whose noise so far asks
