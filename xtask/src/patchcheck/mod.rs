@@ -90,18 +90,24 @@ impl Check {
     /// previous step built, new warnings, or checkpatch findings at
     /// `fail_on`.
     pub fn patch_is_bad(&self, p: &Patch) -> bool {
-        let prev = |t: usize| -> bool {
-            if p.number == 1 {
-                self.base[t].ok()
-            } else {
-                self.patches[p.number - 2].builds[t].ok()
-            }
-        };
         p.builds
             .iter()
             .enumerate()
-            .any(|(t, b)| (!b.ok() && prev(t)) || !b.new_warnings.is_empty())
+            .any(|(t, b)| (!b.ok() && self.built_before(p, t)) || !b.new_warnings.is_empty())
             || parse::counts_at(&p.checkpatch, &self.fail_on) > 0
+    }
+
+    /// Whether target `t` built one step before patch `p` (the base before
+    /// patch 1).
+    pub fn built_before(&self, p: &Patch, t: usize) -> bool {
+        if p.number == 1 {
+            self.base.get(t).is_some_and(Built::ok)
+        } else {
+            self.patches[p.number - 2]
+                .builds
+                .get(t)
+                .is_some_and(Built::ok)
+        }
     }
 
     /// The exit code: 0 nothing new, 1 a patch brought something.

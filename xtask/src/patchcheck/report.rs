@@ -120,11 +120,7 @@ pub fn markdown(c: &Check) -> String {
     for p in &c.patches {
         s += &format!("| {} {} |", p.number, p.info.subject.replace('|', "\\|"));
         for (t, b) in p.builds.iter().enumerate() {
-            let prev_ok = if p.number == 1 {
-                c.base.get(t).is_some_and(Built::ok)
-            } else {
-                c.patches[p.number - 2].builds.get(t).is_some_and(Built::ok)
-            };
+            let prev_ok = c.built_before(p, t);
             s += &format!(" {} |", cell(b, prev_ok));
         }
         let n = |sev: &str| p.checkpatch.iter().filter(|f| f.severity == sev).count();
@@ -225,11 +221,7 @@ pub fn html(c: &Check) -> String {
             esc(&p.info.subject)
         );
         for (t, b) in p.builds.iter().enumerate() {
-            let prev_ok = if p.number == 1 {
-                c.base.get(t).is_some_and(Built::ok)
-            } else {
-                c.patches[p.number - 2].builds.get(t).is_some_and(Built::ok)
-            };
+            let prev_ok = c.built_before(p, t);
             s += &html_cell(b, prev_ok);
         }
         let n = |sev: &str| p.checkpatch.iter().filter(|f| f.severity == sev).count();
