@@ -1,7 +1,7 @@
 //! `cargo xtask patchcheck` on real builds of 6.1: the planted series of
 //! tests/patchcheck/planted (a new warning, a checkpatch error, a break of
-//! the arm64 build only), each named with its patch and its text; and
-//! `bisect --builds arm64` finding the break.
+//! the 32-bit x86 build only, a `run.build_only` target), each named with
+//! its patch and its text; and `bisect --builds i386` finding the break.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,14 +61,14 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    assert_eq!(targets, ["x86_64/tiny", "arm64/tiny"]);
+    assert_eq!(targets, ["x86_64/tiny", "arm64/tiny", "i386/tiny"]);
     let p = |i: usize| &c["patches"][i];
     let build = |i: usize, t: usize| &p(i)["builds"][t];
-    for t in 0..2 {
+    for t in 0..3 {
         assert_eq!(c["base"][t]["outcome"], "pass", "{}", c["base"][t]);
     }
-    // 1: the unused variable, a new warning on both arches, nothing else new.
-    for t in 0..2 {
+    // 1: the unused variable, a new warning on every arch, nothing else new.
+    for t in 0..3 {
         let w: Vec<&str> = build(0, t)["new_warnings"]
             .as_array()
             .unwrap()
@@ -104,7 +104,7 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
         .as_str()
         .unwrap()
         .starts_with("kernel/seccomp.c:"));
-    for t in 0..2 {
+    for t in 0..3 {
         assert_eq!(build(1, t)["outcome"], "pass");
         assert!(
             build(1, t)["new_warnings"].as_array().unwrap().is_empty(),
@@ -112,28 +112,29 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
             build(1, t)
         );
     }
-    // 3: arm64 breaks here, with the #error's line; x86_64 builds on.
+    // 3: i386 breaks here, with the linker's line; the 64-bit arches build on.
     assert_eq!(build(2, 0)["outcome"], "pass", "{}", build(2, 0));
-    assert_eq!(build(2, 1)["outcome"], "build-error", "{}", build(2, 1));
-    let first = build(2, 1)["first_error"].as_str().unwrap();
+    assert_eq!(build(2, 1)["outcome"], "pass", "{}", build(2, 1));
+    assert_eq!(build(2, 2)["outcome"], "build-error", "{}", build(2, 2));
+    let first = build(2, 2)["first_error"].as_str().unwrap();
     assert!(
-        first.starts_with("kernel/seccomp.c:")
-            && first.ends_with("error: #error \"planted: this patch breaks the arm64 build only\""),
+        first.contains("undefined reference to `__udivdi3'"),
         "{first}"
     );
     let md = std::fs::read_to_string(out.join("patchcheck.md")).unwrap();
     assert!(
-        md.contains("- arm64/tiny: first broken by patch 3 \"seccomp: a change that only arm64 does not build\""),
+        md.contains("- i386/tiny: first broken by patch 3 \"seccomp: a change that only 32-bit x86 does not build\""),
         "{md}"
     );
-    assert!(md.contains("- patch 1 \"seccomp: count the wake-ups of a user notification\": 1 new compiler warning on x86_64/tiny, arm64/tiny"), "{md}");
+    assert!(md.contains("- patch 1 \"seccomp: count the wake-ups of a user notification\": 1 new compiler warning on x86_64/tiny, arm64/tiny, i386/tiny"), "{md}");
     assert!(md.contains("- patch 2 \"seccomp: add a helper that says whether a notification is planted\": 1 checkpatch finding at error or worse"), "{md}");
     assert!(!md.contains("x86_64/tiny: first broken"), "{md}");
-    // The HTML page says the same: the break, in the arm64 column of patch 3.
+    assert!(!md.contains("arm64/tiny: first broken"), "{md}");
+    // The HTML page says the same: the break, in the i386 column of patch 3.
     let html = std::fs::read_to_string(out.join("patchcheck.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
     assert!(
-        html.contains("<li>arm64/tiny: first broken by patch 3 &quot;seccomp: a change that only arm64 does not build&quot;"),
+        html.contains("<li>i386/tiny: first broken by patch 3 &quot;seccomp: a change that only 32-bit x86 does not build&quot;"),
         "{html}"
     );
     let row3 = html
@@ -145,14 +146,16 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
         .unwrap();
     let cells: Vec<&str> = row3.split("<td").collect();
     assert!(
-        cells[1].contains("o o-pass") && cells[2].contains("o o-build-error"),
+        cells[1].contains("o o-pass")
+            && cells[2].contains("o o-pass")
+            && cells[3].contains("o o-build-error"),
         "{row3}"
     );
 }
 
-/// The break of the arm64 build, found by bisecting on the build alone:
-/// nothing is booted, the base and patches 1-2 build, patch 3 is named
-/// with its #error.
+/// The break of the i386 build, found by bisecting on the build alone:
+/// nothing is booted (i386 is a build-only target), the base and patches
+/// 1-2 build, patch 3 is named with the linker's error.
 #[test]
 fn bisect_builds_names_the_patch_that_breaks_one_arch() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -167,7 +170,7 @@ fn bisect_builds_names_the_patch_that_breaks_one_arch() {
             "--series",
             "tests/patchcheck/planted",
             "--builds",
-            "arm64",
+            "i386",
             "--out",
         ])
         .arg(&out)
@@ -183,19 +186,19 @@ fn bisect_builds_names_the_patch_that_breaks_one_arch() {
     assert_eq!(o.status.code(), Some(0), "{md}");
     let state: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("bisect.json")).unwrap()).unwrap();
-    assert_eq!(state["arch"], "arm64");
+    assert_eq!(state["arch"], "i386");
     assert_eq!(state["predicate"]["kind"], "builds", "{state}");
     let ans = &state["answer"];
     assert_eq!(ans["kind"], "found", "{md}");
     assert_eq!(ans["index"], 3, "{md}");
     assert_eq!(
         ans["patch"]["subject"],
-        "seccomp: a change that only arm64 does not build"
+        "seccomp: a change that only 32-bit x86 does not build"
     );
     let bad = ans["bad"].as_str().unwrap();
     assert!(
-        bad.starts_with("build-error for arm64")
-            && bad.contains("planted: this patch breaks the arm64 build only"),
+        bad.starts_with("build-error for i386")
+            && bad.contains("undefined reference to `__udivdi3'"),
         "{bad}"
     );
     // No step booted a kernel.

@@ -342,13 +342,9 @@ impl Bisection {
         )?;
         let patches = full.info();
         variants::prefixes(&mut m, &kernel, &series, patches.len());
-        let arch = variants::pick_one(
-            "arch",
-            q.arch,
-            m.run.arches.iter().map(|x| x.get_ref().clone()).collect(),
-        )?;
-        let config = variants::pick_one("config", q.config, m.kernel_configs(&kernel))?;
         let pred = (q.pred)(&m)?;
+        let arch = variants::pick_one("arch", q.arch, pred.arches(&m))?;
+        let config = variants::pick_one("config", q.config, m.kernel_configs(&kernel))?;
         let tests = pred.tests().unwrap_or_else(|| m.config_tests(&config));
         let plan = StepPlan {
             boots: first_boots(q.boots, &pred, &m),

@@ -50,6 +50,15 @@ pub enum Verdict {
 }
 
 impl Predicate {
+    /// The arches a step may be judged on: any the matrix builds for a
+    /// build (run.build_only's too), the booted ones otherwise.
+    pub fn arches(&self, m: &crate::plan::matrix::Matrix) -> Vec<String> {
+        match self {
+            Predicate::Builds { .. } => m.build_arches(),
+            _ => m.run.arches.iter().map(|a| a.get_ref().clone()).collect(),
+        }
+    }
+
     /// The tests a step must run to be judged (None: all of the matrix's).
     pub fn tests(&self) -> Option<Vec<String>> {
         match self {
@@ -154,10 +163,20 @@ pub fn judge(
 /// of the error), good when it built; a patch that does not apply, or the
 /// harness failing, cannot be judged.
 fn judge_build(step: &CellResult, arch: &str) -> Verdict {
+    // The error's own line when the excerpt has one (its context lines
+    // come first), else the excerpt's start.
     let why = || {
         step.evidence
             .first()
-            .map(|e| format!(": {} {}", e.what, first_lines(&e.excerpt, 3)))
+            .map(|e| {
+                let line = crate::build::kbuild::first_error(&e.excerpt);
+                let said = if line.is_empty() {
+                    first_lines(&e.excerpt, 3)
+                } else {
+                    line
+                };
+                format!(": {} {said}", e.what)
+            })
             .unwrap_or_default()
     };
     match step.outcome {
@@ -441,7 +460,7 @@ mod tests {
         assert_eq!(
             j(&broken),
             Verdict::Bad(
-                "build-error for arm64: make failed kernel/seccomp.c:12:2: error: #error \"planted\" | make[3]: *** Error 1"
+                "build-error for arm64: make failed kernel/seccomp.c:12:2: error: #error \"planted\""
                     .into()
             )
         );

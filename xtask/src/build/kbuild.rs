@@ -403,6 +403,19 @@ pub fn first_errors(lines: &[String]) -> String {
     }
 }
 
+/// The one line that says why a build failed (`FILE:L:C: error: ...`, or
+/// the linker's undefined reference), for a table cell or a verdict; make's
+/// own `Error 1` line when there is neither.
+pub fn first_error(text: &str) -> String {
+    text.lines()
+        .find(|l| l.contains(": error: ") || l.contains(": fatal error: "))
+        // The linker's, before make's own `Error 1` lines.
+        .or_else(|| text.lines().find(|l| l.contains("undefined reference to ")))
+        .or_else(|| text.lines().find(|l| l.contains("Error ")))
+        .map(|l| l.trim().to_string())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

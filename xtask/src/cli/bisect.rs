@@ -261,8 +261,7 @@ impl PredicateArgs {
             return Ok(Predicate::NewFailures);
         }
         if let Some(arch) = &self.builds {
-            let arches: Vec<String> = m.run.arches.iter().map(|a| a.get_ref().clone()).collect();
-            plan_matrix::known_value("arch", arch, &arches)
+            plan_matrix::known_value("arch", arch, &m.build_arches())
                 .map_err(|e| anyhow::anyhow!("--builds {arch}: {e}"))?;
             return Ok(Predicate::Builds { arch: arch.clone() });
         }
@@ -349,8 +348,7 @@ impl StepOpts {
     pub fn validate(&self, m: &Matrix, configs: Vec<String>, pred: &PredicateArgs) -> Result<()> {
         // The predicate first: `--builds ARCH` names the arch.
         let p = pred.predicate(m)?;
-        let arches = m.run.arches.iter().map(|a| a.get_ref().clone()).collect();
-        variants::pick_one("arch", pred.arch(self.arch.as_deref())?, arches)?;
+        variants::pick_one("arch", pred.arch(self.arch.as_deref())?, p.arches(m))?;
         variants::pick_one("config", self.config.as_deref(), configs)?;
         let first = bisect::first_boots(self.boots, &p, m);
         if let Some(mb) = self.max_boots.filter(|mb| *mb < first) {

@@ -19,7 +19,7 @@ pub struct PatchcheckCmd {
     /// The kernel whose series is checked (default: the matrix's only one).
     #[arg(long)]
     kernel: Option<String>,
-    /// Only these arches (default: the matrix's).
+    /// Only these arches (default: the matrix's, with run.build_only's).
     #[arg(long)]
     arch: Vec<String>,
     /// checkpatch findings that fail the check: error (default), warning
@@ -39,7 +39,7 @@ impl PatchcheckCmd {
         self.source.fetch_lore()?;
         let mut m = self.matrix.load_checked(env)?;
         let (_, kernel) = self.source.check(&m, &env.root, self.kernel.as_deref())?;
-        let arches: Vec<String> = m.run.arches.iter().map(|a| a.get_ref().clone()).collect();
+        let arches = m.build_arches();
         for a in &self.arch {
             crate::plan::matrix::known_value("arch", a, &arches)?;
         }

@@ -56,17 +56,17 @@ impl StepCmd {
         a.opts
             .validate(&template, strings(&template.run.configs), &a.pred)?;
         let name = variants::name_of(&tree);
+        let pred = a.pred.predicate(&template)?;
         let arch = variants::pick_one(
             "arch",
             a.pred.arch(a.opts.arch.as_deref())?,
-            strings(&template.run.arches),
+            pred.arches(&template),
         )?;
         let config = variants::pick_one(
             "config",
             a.opts.config.as_deref(),
             strings(&template.run.configs),
         )?;
-        let pred = a.pred.predicate(&template)?;
         let tests = pred.tests().unwrap_or_else(|| strings(&template.run.tests));
         let plan = StepPlan {
             boots: first_boots(a.opts.boots, &pred, &template),

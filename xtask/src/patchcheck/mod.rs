@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::build::kbuild;
 use crate::build::source::{PatchInfo, Trees};
 use crate::host::proc::{self, limit};
+use crate::plan::arch::Arch;
 use crate::plan::matrix::{Cell, Filters, Matrix};
 use crate::runner::{self, Ctx};
 use crate::schema::Outcome;
@@ -142,18 +143,37 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
     let infos = series.info();
     let n = series.patches.len();
     let names = crate::plan::variants::prefixes(&mut m, &plan.kernel, &plan.series, n);
-    let filters = Filters {
-        kernel: vec![plan.kernel.clone()],
-        arch: plan.arches.clone(),
-        ..Default::default()
-    };
-    let cells = m.cells(&filters)?;
-    let mut targets: Vec<(String, String)> = Vec::new();
-    for c in &cells {
-        let t = (c.arch.name().to_string(), c.config.clone());
-        if !targets.contains(&t) {
+    let wanted = |a: &str| plan.arches.is_empty() || plan.arches.iter().any(|x| x == a);
+    // The booted arches' targets, as the matrix's cells have them, then the
+    // build-only ones.
+    let guest_arches: Vec<String> = m
+        .run
+        .arches
+        .iter()
+        .map(|a| a.get_ref().clone())
+        .filter(|a| wanted(a))
+        .collect();
+    let mut targets: Vec<(Arch, String)> = Vec::new();
+    if !guest_arches.is_empty() {
+        let filters = Filters {
+            kernel: vec![plan.kernel.clone()],
+            arch: guest_arches,
+            ..Default::default()
+        };
+        for c in m.cells(&filters)? {
+            let t = (c.arch, c.config.clone());
+            if !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+    }
+    for t in m.build_only() {
+        if wanted(t.0.name()) && !targets.contains(&t) {
             targets.push(t);
         }
+    }
+    if targets.is_empty() {
+        anyhow::bail!("--arch {}: selects no target to build", plan.arches.join(" --arch "));
     }
     let ctx = Ctx::new(
         &m,
@@ -196,11 +216,13 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
             .chain(names.iter().cloned())
             .collect();
         let cell_of = |v: &str| -> Cell {
-            cells
-                .iter()
-                .find(|c| c.arch.name() == arch && &c.config == config && c.variant == v)
-                .cloned()
-                .expect("every prefix has a cell per target")
+            Cell {
+                kernel: plan.kernel.clone(),
+                variant: v.to_string(),
+                arch: *arch,
+                config: config.clone(),
+                tests: m.config_tests(config),
+            }
         };
         let mut commits: Vec<Option<String>> = Vec::new();
         let mut trees: Option<std::rc::Rc<Trees>> = None;
@@ -237,7 +259,7 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                 b.first_error = r
                     .evidence
                     .iter()
-                    .map(|e| parse::first_error(&e.excerpt))
+                    .map(|e| kbuild::first_error(&e.excerpt))
                     .find(|l| !l.is_empty())
                     .or_else(|| r.evidence.first().map(|e| e.what.clone()))
                     .unwrap_or_default();

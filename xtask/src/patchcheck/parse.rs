@@ -87,16 +87,6 @@ pub fn kernel_doc(output: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The first error line of a build log (`FILE:L:C: error: ...`), for a
-/// table cell.
-pub fn first_error(text: &str) -> String {
-    text.lines()
-        .find(|l| l.contains(": error: ") || l.contains(": fatal error: "))
-        .or_else(|| text.lines().find(|l| l.contains("Error ")))
-        .map(|l| l.trim().to_string())
-        .unwrap_or_default()
-}
-
 /// Files a patch's diff touches (`diff --git a/X b/X`), in order.
 pub fn touched(patch: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

@@ -1,6 +1,7 @@
-//! The guest architectures, and every fact the harness needs about one in a
-//! single table: adding a third arch is adding a row here (and its config
-//! fragment), not a `match` in every module.
+//! The kernel architectures, and every fact the harness needs about one in
+//! a single table: adding an arch is adding a row here (and its config
+//! fragment), not a `match` in every module. x86_64 and arm64 are guests;
+//! i386 is built only (`run.build_only`), never booted.
 
 use std::fmt;
 
@@ -8,6 +9,7 @@ use std::fmt;
 pub enum Arch {
     X86_64,
     Arm64,
+    I386,
 }
 
 /// What differs between guest architectures.
@@ -36,6 +38,10 @@ pub struct ArchInfo {
     /// Where the static busybox comes from: the host's /bin/busybox when the
     /// guest arch is the host's, else this package downloaded and unpacked.
     pub busybox_package: &'static str,
+    /// Booted in QEMU (a guest arch). False: built only, because its guest
+    /// programs would need a C library of that arch, which set-up does not
+    /// install.
+    pub boots: bool,
 }
 
 const X86_64: ArchInfo = ArchInfo {
@@ -50,6 +56,7 @@ const X86_64: ArchInfo = ArchInfo {
     virtio_serial: "virtio-serial-pci",
     debian: "amd64",
     busybox_package: "busybox-static:amd64",
+    boots: true,
 };
 
 const ARM64: ArchInfo = ArchInfo {
@@ -64,15 +71,35 @@ const ARM64: ArchInfo = ArchInfo {
     virtio_serial: "virtio-serial-device",
     debian: "arm64",
     busybox_package: "busybox-static:arm64",
+    boots: true,
+};
+
+/// 32-bit x86: the host's gcc with `ARCH=i386` (it builds `-m32` kernels
+/// without a 32-bit C library). Catches what only a 32-bit build shows: a
+/// 64-bit division that needs libgcc, a `long` that is 4 bytes.
+const I386: ArchInfo = ArchInfo {
+    name: "i386",
+    cross_prefix: None,
+    image_target: "bzImage",
+    image_path: "arch/x86/boot/bzImage",
+    qemu_binary: "qemu-system-i386",
+    machine: None,
+    cpu: "max",
+    console: "ttyS0",
+    virtio_serial: "virtio-serial-pci",
+    debian: "i386",
+    busybox_package: "busybox-static:i386",
+    boots: false,
 };
 
 impl Arch {
-    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Arm64];
+    pub const ALL: [Arch; 3] = [Arch::X86_64, Arch::Arm64, Arch::I386];
 
     pub fn info(self) -> &'static ArchInfo {
         match self {
             Arch::X86_64 => &X86_64,
             Arch::Arm64 => &ARM64,
+            Arch::I386 => &I386,
         }
     }
 
@@ -86,6 +113,15 @@ impl Arch {
 
     pub fn names() -> Vec<&'static str> {
         Arch::ALL.iter().map(|a| a.name()).collect()
+    }
+
+    /// The arches a cell can boot on (`run.arches`).
+    pub fn guest_names() -> Vec<&'static str> {
+        Arch::ALL
+            .iter()
+            .filter(|a| a.info().boots)
+            .map(|a| a.name())
+            .collect()
     }
 
     /// The guest arch that runs natively on this host (KVM is possible).
@@ -176,6 +212,14 @@ mod tests {
     fn cross_compiler_only_for_the_foreign_arch() {
         assert_eq!(Arch::X86_64.gcc(), "gcc");
         assert_eq!(Arch::Arm64.gcc(), "aarch64-linux-gnu-gcc");
+        assert_eq!(Arch::I386.gcc(), "gcc");
+    }
+
+    #[test]
+    fn i386_is_built_not_booted() {
+        assert_eq!(Arch::parse("i386"), Some(Arch::I386));
+        assert_eq!(Arch::guest_names(), ["x86_64", "arm64"]);
+        assert!(!Arch::I386.info().boots);
     }
 
     #[test]

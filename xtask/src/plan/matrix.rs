@@ -194,6 +194,11 @@ pub struct RunSettings {
     /// group concludes. Default: `boots` (no boots added).
     #[serde(default)]
     pub max_boots: Option<u32>,
+    /// `ARCH/CONFIG` targets built but never booted: `patchcheck` builds
+    /// each at every patch and `bisect --builds ARCH` may judge them. The
+    /// arch may be one no cell boots (i386).
+    #[serde(default)]
+    pub build_only: Vec<Spanned<String>>,
 }
 fn default_boots() -> u32 {
     1
@@ -849,19 +854,30 @@ impl Matrix {
         if run.arches.is_empty() {
             return Err(at.err_at(
                 keys!["run", "arches"],
-                format!("run.arches is empty, expected some of {:?}", Arch::names()),
+                format!("run.arches is empty, expected some of {:?}", Arch::guest_names()),
             ));
         }
         for a in &run.arches {
-            if Arch::parse(a.get_ref()).is_none() {
-                return Err(at.err(
-                    a.span(),
-                    format!(
-                        "unknown arch `{}`, expected one of {:?}",
-                        a.get_ref(),
-                        Arch::names()
-                    ),
-                ));
+            match Arch::parse(a.get_ref()) {
+                Some(arch) if !arch.info().boots => {
+                    return Err(at.err(
+                        a.span(),
+                        format!(
+                            "run.arches: {arch} is built, never booted (its guest programs would need a {arch} C library); name it in run.build_only as \"{arch}/CONFIG\" instead"
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    return Err(at.err(
+                        a.span(),
+                        format!(
+                            "unknown arch `{}`, expected one of {:?}",
+                            a.get_ref(),
+                            Arch::guest_names()
+                        ),
+                    ))
+                }
             }
         }
         once(
@@ -901,6 +917,35 @@ impl Matrix {
             }
         }
         once(at, &run.tests, "run.tests", " (it would run twice a boot)")?;
+        for t in &run.build_only {
+            let (arch, config) = t.get_ref().split_once('/').unwrap_or((t.get_ref(), ""));
+            if Arch::parse(arch).is_none() {
+                return Err(at.err(
+                    t.span(),
+                    format!(
+                        "run.build_only: `{}` names no arch, expected ARCH/CONFIG with ARCH one of {:?}",
+                        t.get_ref(),
+                        Arch::names()
+                    ),
+                ));
+            }
+            if !self.config.contains_key(config) {
+                return Err(at.err(
+                    t.span(),
+                    format!(
+                        "run.build_only: `{}` names no config, expected ARCH/CONFIG with CONFIG one of {:?}",
+                        t.get_ref(),
+                        self.config.keys().collect::<Vec<_>>()
+                    ),
+                ));
+            }
+        }
+        once(
+            at,
+            &run.build_only,
+            "run.build_only",
+            " (it would be built twice a patch)",
+        )?;
         in_range(at, keys!["run", "smp"], "run.smp", run.smp, &SMP, " CPUs")?;
         in_range(
             at,
@@ -1450,6 +1495,31 @@ impl Matrix {
         Ok(cells)
     }
 
+    /// `run.build_only`: the targets built but never booted, as (arch,
+    /// config), in the file's order.
+    pub fn build_only(&self) -> Vec<(Arch, String)> {
+        self.run
+            .build_only
+            .iter()
+            .filter_map(|t| {
+                let (a, c) = t.get_ref().split_once('/')?;
+                Some((Arch::parse(a)?, c.to_string()))
+            })
+            .collect()
+    }
+
+    /// Every arch a kernel of the matrix is built for: run.arches, then the
+    /// build-only targets' arches.
+    pub fn build_arches(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.run.arches.iter().map(|a| a.get_ref().clone()).collect();
+        for (a, _) in self.build_only() {
+            if !all.iter().any(|x| x == a.name()) {
+                all.push(a.name().to_string());
+            }
+        }
+        all
+    }
+
     /// The configs a kernel is built with: its own `configs`, else run.configs.
     pub fn kernel_configs(&self, kernel: &str) -> Vec<String> {
         let own = self
@@ -1853,6 +1923,47 @@ reason = "r"
             e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"),
             "{e}"
         );
+    }
+
+    /// i386 is built, never booted: refused in run.arches with the way to
+    /// build it; run.build_only names an arch and a config of the file.
+    #[test]
+    fn build_only_targets_and_the_arches_cells_boot_on() {
+        let e = parse_err(&GOOD.replace(
+            "arches = [\"x86_64\", \"arm64\"]",
+            "arches = [\"x86_64\", \"i386\"]",
+        ));
+        assert!(
+            e.starts_with("matrix.toml:3:")
+                && e.contains("run.arches: i386 is built, never booted")
+                && e.contains("name it in run.build_only as \"i386/CONFIG\""),
+            "{e}"
+        );
+        let with = |list: &str| GOOD.replace("tests = [\"t1\"]", &format!("tests = [\"t1\"]\nbuild_only = {list}"));
+        let e = parse_err(&with("[\"i686/tiny\"]"));
+        assert!(
+            e.starts_with("matrix.toml:6:") && e.contains("run.build_only: `i686/tiny` names no arch"),
+            "{e}"
+        );
+        let e = parse_err(&with("[\"i386/huge\"]"));
+        assert!(
+            e.contains("run.build_only: `i386/huge` names no config, expected ARCH/CONFIG with CONFIG one of [\"tiny\"]"),
+            "{e}"
+        );
+        let e = parse_err(&with("[\"i386/tiny\", \"i386/tiny\"]"));
+        assert!(e.contains("run.build_only lists `i386/tiny` twice"), "{e}");
+        let m = Matrix::parse("matrix.toml", &with("[\"i386/tiny\", \"arm64/tiny\"]")).unwrap();
+        assert_eq!(
+            m.build_only(),
+            [(Arch::I386, "tiny".to_string()), (Arch::Arm64, "tiny".to_string())]
+        );
+        assert_eq!(m.build_arches(), ["x86_64", "arm64", "i386"]);
+        // No cell boots i386.
+        assert!(m
+            .cells(&Filters::default())
+            .unwrap()
+            .iter()
+            .all(|c| c.arch != Arch::I386));
     }
 
     #[test]
@@ -2317,7 +2428,7 @@ reason = "r"
             let bad = default_with("[\"mm-cid-work@1\",", &format!("[\"{to}\","));
             let e = parse_err(&bad);
             assert!(
-                e.starts_with("matrix.toml:55:11: ") && e.contains(says),
+                e.starts_with("matrix.toml:59:11: ") && e.contains(says),
                 "{to}: {e}"
             );
         }
@@ -2357,7 +2468,7 @@ reason = "r"
             ),
         ] {
             let e = parse_err(&default_with(from, to));
-            assert!(e.starts_with("matrix.toml:52:10: "), "{to}: {e}");
+            assert!(e.starts_with("matrix.toml:56:10: "), "{to}: {e}");
             assert!(e.contains(says), "{to}: {e}");
         }
         let m = Matrix::parse(
