@@ -35,6 +35,9 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
             "6.1",
             "--series",
             "tests/patchcheck/planted",
+            // The gcc targets; the clang one has a test of its own.
+            "--config",
+            "tiny",
             "--out",
         ])
         .arg(&out)
@@ -205,4 +208,68 @@ fn bisect_builds_names_the_patch_that_breaks_one_arch() {
     for step in state["steps"].as_array().unwrap() {
         assert_eq!(step["boots"], 0, "{step}");
     }
+}
+
+/// The clang target, `arm64/tiny-clang` (`llvm = true`: `make LLVM=1`):
+/// built with clang, and patch 1's unused variable named on it in clang's
+/// own words.
+#[test]
+fn the_clang_target_is_built_with_llvm_and_its_warnings_are_named() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("patchcheck-clang");
+    let _ = std::fs::remove_dir_all(&out);
+    let t = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(repo())
+        .args([
+            "patchcheck",
+            "--kernel",
+            "6.1",
+            "--series",
+            "tests/patchcheck/planted",
+            "--patches",
+            "1",
+            "--arch",
+            "arm64",
+            "--config",
+            "tiny-clang",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    eprintln!(
+        "patchcheck: exit {:?} in {:.0}s\n{}\n{}",
+        o.status.code(),
+        t.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(o.status.code(), Some(1), "the new warning fails the check");
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("patchcheck.json")).unwrap())
+            .unwrap();
+    assert_eq!(c["targets"], serde_json::json!(["arm64/tiny-clang"]));
+    assert_eq!(c["base"][0]["outcome"], "pass", "{}", c["base"][0]);
+    let b = &c["patches"][0]["builds"][0];
+    assert_eq!(b["outcome"], "pass", "{b}");
+    assert_eq!(
+        b["new_warnings"],
+        serde_json::json!(["kernel/seccomp.c: warning: unused variable 'waited' [-Wunused-variable]"]),
+        "{b}"
+    );
+    // clang built it: the make line says LLVM=1, and the kernel records
+    // its compiler in the .config of the O= dir that line names.
+    let log = std::fs::read_to_string(b["log"].as_str().unwrap()).unwrap();
+    let make = log.lines().next().unwrap();
+    assert!(
+        make.starts_with("$ make ") && make.contains(" ARCH=arm64 ") && make.contains(" LLVM=1 "),
+        "{make}"
+    );
+    let o = make
+        .split(' ')
+        .find_map(|w| w.strip_prefix("O="))
+        .unwrap();
+    let cfg = std::fs::read_to_string(Path::new(o).join(".config")).unwrap();
+    assert!(cfg.contains("\nCONFIG_CC_IS_CLANG=y\n"), "not a clang build");
 }

@@ -57,7 +57,7 @@ pub fn headers(cache: &Cache, tree: &Path, uapi_id: &str, arch: Arch) -> Result<
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     let mut make = Command::new("make");
-    make.args(make_args(tree, &dir, arch))
+    make.args(make_args(tree, &dir, arch, false))
         .arg("headers_install");
     proc::checked(
         &format!("make headers_install for {arch}"),
@@ -103,7 +103,7 @@ fn program_key(
 ) -> String {
     let mut key = KeyBuilder::new("guest-program");
     key.add("arch", arch.name().as_bytes())
-        .add("cc", compiler_version(arch).as_bytes());
+        .add("cc", compiler_version(arch, false).as_bytes());
     key.add("flags", format!("{flags:?}").as_bytes())
         .add("libs", format!("{libs:?}").as_bytes());
     for (name, bytes) in sources {

@@ -18,27 +18,29 @@ use crate::host::proc::{self, limit};
 use crate::plan::arch::Arch;
 use crate::plan::matrix::parse_config_line;
 
-/// First line of `gcc --version`, asked once per arch per run: it is part
-/// of every config, kernel and guest-program key.
-pub fn compiler_version(arch: Arch) -> String {
-    static SEEN: std::sync::Mutex<Vec<(Arch, String)>> = std::sync::Mutex::new(Vec::new());
+/// First line of `gcc --version` (`clang --version` for an `llvm`
+/// config), asked once per arch per run: it is part of every config,
+/// kernel and guest-program key.
+pub fn compiler_version(arch: Arch, llvm: bool) -> String {
+    static SEEN: std::sync::Mutex<Vec<(Arch, bool, String)>> = std::sync::Mutex::new(Vec::new());
     let mut seen = SEEN.lock().unwrap();
-    if let Some((_, v)) = seen.iter().find(|(a, _)| *a == arch) {
+    if let Some((_, _, v)) = seen.iter().find(|(a, l, _)| *a == arch && *l == llvm) {
         return v.clone();
     }
     let sh = xshell::Shell::new().expect("a shell");
-    let gcc = arch.gcc();
-    let v = xshell::cmd!(sh, "{gcc} --version")
+    let cc = if llvm { "clang".to_string() } else { arch.gcc() };
+    let v = xshell::cmd!(sh, "{cc} --version")
         .quiet()
         .read()
         .map(|o| o.lines().next().unwrap_or("").to_string())
         .unwrap_or_else(|_| "missing".into());
-    seen.push((arch, v.clone()));
+    seen.push((arch, llvm, v.clone()));
     v
 }
 
-/// `make` arguments shared by config and build.
-pub fn make_args(tree: &Path, out: &Path, arch: Arch) -> Vec<String> {
+/// `make` arguments shared by config and build; `llvm`: clang and the
+/// LLVM tools (`LLVM=1`; CROSS_COMPILE still names clang's target).
+pub fn make_args(tree: &Path, out: &Path, arch: Arch, llvm: bool) -> Vec<String> {
     let mut a = vec![
         "-C".to_string(),
         tree.display().to_string(),
@@ -48,6 +50,9 @@ pub fn make_args(tree: &Path, out: &Path, arch: Arch) -> Vec<String> {
     if let Some(cc) = arch.info().cross_prefix {
         a.push(format!("CROSS_COMPILE={cc}"));
     }
+    if llvm {
+        a.push("LLVM=1".to_string());
+    }
     a
 }
 
@@ -55,6 +60,8 @@ pub fn make_args(tree: &Path, out: &Path, arch: Arch) -> Vec<String> {
 #[derive(Debug, Clone, Default)]
 pub struct ConfigRequest {
     pub base_target: String,
+    /// clang and the LLVM tools (`[config] llvm`).
+    pub llvm: bool,
     pub fragments: Vec<PathBuf>,
     /// Extra lines, with where each came from (for config-error messages).
     pub lines: Vec<(String, String)>,
@@ -104,7 +111,7 @@ pub fn configure(
     k.add("kconfig", kconfig_id.as_bytes())
         .add("arch", arch.name().as_bytes())
         .add("base", req.base_target.as_bytes());
-    k.add("cc", compiler_version(arch).as_bytes());
+    k.add("cc", compiler_version(arch, req.llvm).as_bytes());
     let mut wanted: Vec<(String, String, String)> = Vec::new(); // (name, value, origin)
     for f in &req.fragments {
         let text = std::fs::read_to_string(f)
@@ -142,7 +149,7 @@ pub fn configure(
                 .collect::<String>(),
         )?;
         let mut make = Command::new("make");
-        make.args(make_args(tree, &work, arch))
+        make.args(make_args(tree, &work, arch, req.llvm))
             .arg(&req.base_target);
         run_logged(make, log, &format!("make ARCH={arch} {}", req.base_target))?;
         let mut merge = Command::new(tree.join("scripts/kconfig/merge_config.sh"));
@@ -156,7 +163,7 @@ pub fn configure(
         merge.args(&req.fragments).arg(&extra);
         run_logged(merge, log, "merge_config.sh -m")?;
         let mut old = Command::new("make");
-        old.args(make_args(tree, &work, arch)).arg("olddefconfig");
+        old.args(make_args(tree, &work, arch, req.llvm)).arg("olddefconfig");
         run_logged(old, log, &format!("make ARCH={arch} olddefconfig"))?;
         std::fs::create_dir_all(&dir)?;
         std::fs::copy(work.join(".config"), &config)?;
@@ -228,6 +235,8 @@ pub struct BuildJob<'a> {
     pub checkout: &'a dyn Fn() -> Result<()>,
     pub kernel_id: &'a str,
     pub arch: Arch,
+    /// clang and the LLVM tools (`[config] llvm`).
+    pub llvm: bool,
     pub config: &'a Path,
     /// Persistent O= dir for this kernel/arch/config, shared by variants.
     pub build_dir: PathBuf,
@@ -235,12 +244,12 @@ pub struct BuildJob<'a> {
     pub log: PathBuf,
 }
 
-pub fn build_key(kernel_id: &str, arch: Arch, config_text: &[u8]) -> String {
+pub fn build_key(kernel_id: &str, arch: Arch, llvm: bool, config_text: &[u8]) -> String {
     KeyBuilder::new("kernel")
         .add("tree", kernel_id.as_bytes())
         .add("arch", arch.name().as_bytes())
         .add("config", config_text)
-        .add("cc", compiler_version(arch).as_bytes())
+        .add("cc", compiler_version(arch, llvm).as_bytes())
         .add("target", arch.info().image_target.as_bytes())
         .finish()
 }
@@ -285,7 +294,7 @@ fn lookup(dir: &Path, warn: &mut dyn FnMut(&str)) -> Option<PathBuf> {
 /// The make command line for a job (also the reproducer).
 pub fn make_command(job: &BuildJob, jobs: usize) -> Vec<String> {
     let mut make_cmd = vec!["make".to_string()];
-    make_cmd.extend(make_args(job.tree, &job.build_dir, job.arch));
+    make_cmd.extend(make_args(job.tree, &job.build_dir, job.arch, job.llvm));
     make_cmd.push(format!("-j{jobs}"));
     make_cmd.push(job.arch.info().image_target.to_string());
     make_cmd
@@ -298,7 +307,7 @@ pub fn build(
     warn: &mut dyn FnMut(&str),
 ) -> Result<BuildOutcome> {
     let config_text = std::fs::read(job.config)?;
-    let key = build_key(job.kernel_id, job.arch, &config_text);
+    let key = build_key(job.kernel_id, job.arch, job.llvm, &config_text);
     let entry = job.cache.dir(&["kernels", &key]);
     let make_cmd = make_command(job, jobs);
     if let Some(image) = lookup(&entry, warn) {
@@ -475,7 +484,7 @@ mod tests {
 
     #[test]
     fn make_args_cross_compile_only_for_arm64() {
-        let a = make_args(Path::new("/t"), Path::new("/o"), Arch::Arm64);
+        let a = make_args(Path::new("/t"), Path::new("/o"), Arch::Arm64, false);
         assert_eq!(
             a,
             [
@@ -486,8 +495,11 @@ mod tests {
                 "CROSS_COMPILE=aarch64-linux-gnu-"
             ]
         );
-        assert!(!make_args(Path::new("/t"), Path::new("/o"), Arch::X86_64)
+        assert!(!make_args(Path::new("/t"), Path::new("/o"), Arch::X86_64, false)
             .iter()
             .any(|x| x.starts_with("CROSS")));
+        // clang: LLVM=1, and the cross prefix still gives clang its target.
+        let a = make_args(Path::new("/t"), Path::new("/o"), Arch::Arm64, true);
+        assert_eq!(&a[3..], ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-", "LLVM=1"]);
     }
 }

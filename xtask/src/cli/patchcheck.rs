@@ -22,6 +22,9 @@ pub struct PatchcheckCmd {
     /// Only these arches (default: the matrix's, with run.build_only's).
     #[arg(long)]
     arch: Vec<String>,
+    /// Only these configs (default: the kernel's, and run.build_only's).
+    #[arg(long)]
+    config: Vec<String>,
     /// checkpatch findings that fail the check: error (default), warning
     /// (errors and warnings) or check (all of --strict).
     #[arg(long, default_value = "error", value_parser = ["error", "warning", "check"])]
@@ -42,6 +45,10 @@ impl PatchcheckCmd {
         let arches = m.build_arches();
         for a in &self.arch {
             crate::plan::matrix::known_value("arch", a, &arches)?;
+        }
+        let configs: Vec<String> = m.config.keys().cloned().collect();
+        for c in &self.config {
+            crate::plan::matrix::known_value("config", c, &configs)?;
         }
         let out = match &self.out {
             Some(d) => env.path(d),
@@ -76,6 +83,7 @@ impl PatchcheckCmd {
                 kernel,
                 series,
                 arches: self.arch.clone(),
+                configs: self.config.clone(),
                 run_dir: out.clone(),
                 fail_on: self.checkpatch_fails_at.clone(),
             },

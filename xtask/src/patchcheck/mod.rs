@@ -126,6 +126,8 @@ pub struct Plan<'a> {
     pub kernel: String,
     pub series: String,
     pub arches: Vec<String>,
+    /// Only these configs (empty: all).
+    pub configs: Vec<String>,
     pub run_dir: PathBuf,
     pub fail_on: String,
 }
@@ -144,6 +146,7 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
     let n = series.patches.len();
     let names = crate::plan::variants::prefixes(&mut m, &plan.kernel, &plan.series, n);
     let wanted = |a: &str| plan.arches.is_empty() || plan.arches.iter().any(|x| x == a);
+    let wanted_config = |c: &str| plan.configs.is_empty() || plan.configs.iter().any(|x| x == c);
     // The booted arches' targets, as the matrix's cells have them, then the
     // build-only ones.
     let guest_arches: Vec<String> = m
@@ -162,18 +165,22 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
         };
         for c in m.cells(&filters)? {
             let t = (c.arch, c.config.clone());
-            if !targets.contains(&t) {
+            if wanted_config(&c.config) && !targets.contains(&t) {
                 targets.push(t);
             }
         }
     }
     for t in m.build_only() {
-        if wanted(t.0.name()) && !targets.contains(&t) {
+        if wanted(t.0.name()) && wanted_config(&t.1) && !targets.contains(&t) {
             targets.push(t);
         }
     }
     if targets.is_empty() {
-        anyhow::bail!("--arch {}: selects no target to build", plan.arches.join(" --arch "));
+        anyhow::bail!(
+            "--arch {:?} --config {:?}: select no target to build",
+            plan.arches,
+            plan.configs
+        );
     }
     let ctx = Ctx::new(
         &m,
@@ -224,6 +231,7 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                 tests: m.config_tests(config),
             }
         };
+        let llvm = m.config[config].llvm;
         let mut commits: Vec<Option<String>> = Vec::new();
         let mut trees: Option<std::rc::Rc<Trees>> = None;
         let mut build_dir = PathBuf::new();
@@ -239,6 +247,7 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                     prev,
                     &build_dir,
                     cell.arch,
+                    llvm,
                     &files[k - 1],
                     &plan.run_dir,
                 )?),
@@ -276,7 +285,15 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
             }
             if k >= 1 && b.ok() {
                 if let (Some(t), Some(c), Some(before)) = (&trees, &commit, before) {
-                    let after = objects(t, c, &build_dir, cell.arch, &files[k - 1], &plan.run_dir)?;
+                    let after = objects(
+                        t,
+                        c,
+                        &build_dir,
+                        cell.arch,
+                        llvm,
+                        &files[k - 1],
+                        &plan.run_dir,
+                    )?;
                     b.new_warnings = after.0.difference(&before.0).cloned().collect();
                     b.new_w1_warnings = after
                         .1
@@ -352,6 +369,7 @@ fn objects(
     commit: &str,
     build_dir: &Path,
     arch: crate::plan::arch::Arch,
+    llvm: bool,
     files: &[String],
     run_dir: &Path,
 ) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
@@ -374,7 +392,7 @@ fn objects(
         for (extra, into) in [(None, &mut plain), (Some("W=1"), &mut w1)] {
             let _ = std::fs::remove_file(build_dir.join(&obj));
             let mut make = Command::new("make");
-            make.args(kbuild::make_args(&tree, build_dir, arch))
+            make.args(kbuild::make_args(&tree, build_dir, arch, llvm))
                 .args(extra)
                 .arg(&obj)
                 .env("KBUILD_BUILD_TIMESTAMP", "1970-01-01")

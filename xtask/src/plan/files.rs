@@ -231,7 +231,7 @@ mod tests {
             (
                 "series = [\"mm-cid-work@1\",",
                 "series = [\"mm-cid-work@3\",",
-                "matrix.toml:59:11: `mm-cid-work@3` asks for the first 3 patches of series mm-cid-work, which has 2: expected mm-cid-work@1..=2",
+                "matrix.toml:60:11: `mm-cid-work@3` asks for the first 3 patches of series mm-cid-work, which has 2: expected mm-cid-work@1..=2",
             ),
         ];
         for (from, to, says) in cases {

@@ -404,6 +404,10 @@ pub struct ConfigSpec {
     /// default: run.tests.
     #[serde(default)]
     pub tests: Option<Vec<Spanned<String>>>,
+    /// Build with clang and the LLVM tools (`make LLVM=1`) instead of the
+    /// arch's gcc; set-up then installs clang and lld.
+    #[serde(default)]
+    pub llvm: bool,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
@@ -1430,7 +1434,14 @@ impl Matrix {
                 .collect(),
             kernel: self.kernel.keys().cloned().collect(),
             variant: variants,
-            config: self.config.keys().cloned().collect(),
+            // The configs cells have: a build-only one (tiny-clang) is no
+            // cell's.
+            config: self
+                .config
+                .keys()
+                .filter(|c| self.kernel.keys().any(|k| self.kernel_configs(k).contains(c)))
+                .cloned()
+                .collect(),
             test: tests,
         }
     }
@@ -1964,6 +1975,20 @@ reason = "r"
             .unwrap()
             .iter()
             .all(|c| c.arch != Arch::I386));
+        assert_eq!(crate::plan::debian_packages(&m), ["linux-source-6.1"]);
+        // A config built with clang: set-up installs clang and lld for it;
+        // it is no cell's config, so a selection cannot name it.
+        let clang = format!(
+            "{}\n[config.tiny-clang]\nbase = \"tinyconfig\"\nllvm = true\n",
+            with("[\"arm64/tiny-clang\"]")
+        );
+        let m = Matrix::parse("matrix.toml", &clang).unwrap();
+        assert!(m.config["tiny-clang"].llvm && !m.config["tiny"].llvm);
+        assert_eq!(
+            crate::plan::debian_packages(&m),
+            ["linux-source-6.1", "clang", "lld", "llvm"]
+        );
+        assert_eq!(m.names().config, ["tiny"]);
     }
 
     #[test]
@@ -2428,7 +2453,7 @@ reason = "r"
             let bad = default_with("[\"mm-cid-work@1\",", &format!("[\"{to}\","));
             let e = parse_err(&bad);
             assert!(
-                e.starts_with("matrix.toml:59:11: ") && e.contains(says),
+                e.starts_with("matrix.toml:60:11: ") && e.contains(says),
                 "{to}: {e}"
             );
         }
@@ -2468,7 +2493,7 @@ reason = "r"
             ),
         ] {
             let e = parse_err(&default_with(from, to));
-            assert!(e.starts_with("matrix.toml:56:10: "), "{to}: {e}");
+            assert!(e.starts_with("matrix.toml:57:10: "), "{to}: {e}");
             assert!(e.contains(says), "{to}: {e}");
         }
         let m = Matrix::parse(

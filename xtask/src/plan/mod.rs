@@ -37,11 +37,13 @@ pub fn load_checked(path: &Path, root: &Path) -> Result<matrix::Matrix> {
     Ok(m)
 }
 
-/// The Debian source packages the host installs for the matrix's kernels:
-/// those without a pinned version (a pinned one is downloaded into the
-/// cache, the host's packages untouched).
+/// The Debian packages the host installs for this matrix beyond the
+/// harness's own: the source packages of its kernels without a pinned
+/// version (a pinned one is downloaded into the cache, the host's packages
+/// untouched), and clang with lld when a config builds with LLVM.
 pub fn debian_packages(m: &matrix::Matrix) -> Vec<String> {
-    m.kernel
+    let mut p: Vec<String> = m
+        .kernel
         .values()
         .filter_map(|k| match k.source.get_ref() {
             matrix::SourceSpec::Debian {
@@ -51,5 +53,9 @@ pub fn debian_packages(m: &matrix::Matrix) -> Vec<String> {
             } => Some(package.clone()),
             _ => None,
         })
-        .collect()
+        .collect();
+    if m.config.values().any(|c| c.llvm) {
+        p.extend(["clang", "lld", "llvm"].map(String::from));
+    }
+    p
 }

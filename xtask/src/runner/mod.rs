@@ -756,6 +756,7 @@ fn config_request(ctx: &Ctx, cell: &Cell, src: &Source) -> ConfigRequest {
     let cspec = &ctx.matrix.config[&cell.config];
     let mut req = ConfigRequest {
         base_target: cspec.base.clone(),
+        llvm: cspec.llvm,
         ..Default::default()
     };
     req.fragments
@@ -938,6 +939,7 @@ fn build_phase(
         checkout: &|| src.checkout(),
         kernel_id: &src.kernel_id,
         arch: cell.arch,
+        llvm: ctx.matrix.config[&cell.config].llvm,
         config,
         build_dir: ctx
             .cache
