@@ -412,15 +412,36 @@ pub fn first_errors(lines: &[String]) -> String {
     }
 }
 
-/// The one line that says why a build failed (`FILE:L:C: error: ...`, or
-/// the linker's undefined reference), for a table cell or a verdict; make's
-/// own `Error 1` line when there is neither.
+/// The one line that says why a build failed, for a table cell or a
+/// verdict: the compiler's `FILE:L:C: error: ...`; else the linker's
+/// undefined reference with the object and function of the line before it
+/// (`kernel/seccomp.o: in function `f': undefined reference to `__udivdi3'`,
+/// without the section offset, which moves with any change); else make's
+/// own `Error 1` line.
 pub fn first_error(text: &str) -> String {
-    text.lines()
+    let lines: Vec<&str> = text.lines().collect();
+    if let Some(l) = lines
+        .iter()
         .find(|l| l.contains(": error: ") || l.contains(": fatal error: "))
-        // The linker's, before make's own `Error 1` lines.
-        .or_else(|| text.lines().find(|l| l.contains("undefined reference to ")))
-        .or_else(|| text.lines().find(|l| l.contains("Error ")))
+    {
+        return l.trim().to_string();
+    }
+    if let Some(i) = lines
+        .iter()
+        .position(|l| l.contains("undefined reference to "))
+    {
+        let what = &lines[i][lines[i].find("undefined reference to ").unwrap_or(0)..];
+        let place = i
+            .checked_sub(1)
+            .map(|j| lines[j].trim())
+            .filter(|l| l.contains(": in function "))
+            .map(|l| format!("{} ", l.trim_start_matches("ld: ")))
+            .unwrap_or_default();
+        return format!("{place}{what}");
+    }
+    lines
+        .iter()
+        .find(|l| l.contains("Error "))
         .map(|l| l.trim().to_string())
         .unwrap_or_default()
 }
@@ -431,6 +452,31 @@ mod tests {
 
     fn w(n: &str, v: &str) -> (String, String, String) {
         (n.into(), v.into(), "frag".into())
+    }
+
+    /// A real i386 build of 6.1 that a u64 division broke (the linker's
+    /// words, after a warning and before make's): the object, the function
+    /// and the symbol, no section offset.
+    #[test]
+    fn the_first_error_of_a_link_that_failed() {
+        let log = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/patchcheck/ld-i386-udivdi3.log"
+        ))
+        .unwrap();
+        assert_eq!(
+            first_error(&log),
+            "kernel/seccomp.o: in function `seccomp_do_user_notification': undefined reference to `__udivdi3'"
+        );
+        assert_eq!(
+            first_error("a.c:1:2: error: x\nb.o: in function `f':\nb.c:(.text+0x1): undefined reference to `g'"),
+            "a.c:1:2: error: x"
+        );
+        assert_eq!(
+            first_error("make[1]: *** [Makefile:1: all] Error 2"),
+            "make[1]: *** [Makefile:1: all] Error 2"
+        );
+        assert_eq!(first_error("nothing here"), "");
     }
 
     #[test]
