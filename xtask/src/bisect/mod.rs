@@ -470,7 +470,14 @@ impl Bisection {
                 return Ok(None);
             }
             let reproduce =
-                report::step_reproducer(&self.reproducer, &self.series, k, &self.arch, &self.tests);
+                report::step_reproducer(
+                    &self.reproducer,
+                    &self.series,
+                    k,
+                    &self.arch,
+                    &self.tests,
+                    matches!(self.pred, Predicate::Builds { .. }),
+                );
             let step = step_of(k, &r, &v, used, reproduce);
             cu.finish(&format!(
                 "{}: {} (build {})",

@@ -42,14 +42,35 @@ pub struct Reproducer {
     pub series_named: bool,
 }
 
-/// `cargo xtask matrix ...` that builds and runs what step `k` ran.
+/// The command that builds and runs what step `k` ran: `matrix` for a
+/// boot, `patchcheck` up to the step's patch for a build (`builds`), which
+/// builds on a build-only arch too (the base is its first column).
 pub fn step_reproducer(
     a: &Reproducer,
     series: &str,
     k: usize,
     arch: &str,
     tests: &[String],
+    builds: bool,
 ) -> String {
+    if builds {
+        let mut s = String::from("cargo xtask patchcheck");
+        if let Some(m) = &a.matrix {
+            s += &format!(" --matrix {m}");
+        }
+        s += &a.source_flags;
+        if let Some(kern) = &a.kernel {
+            s += &format!(" --kernel {kern}");
+        }
+        if a.series_named {
+            s += &format!(" --series-name {series}");
+        }
+        s += &format!(" --patches {} --arch {arch}", k.max(1));
+        if let Some(c) = &a.config {
+            s += &format!(" --config {c}");
+        }
+        return s;
+    }
     let mut s = String::from("cargo xtask matrix");
     if let Some(m) = &a.matrix {
         s += &format!(" --matrix {m}");

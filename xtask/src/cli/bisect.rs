@@ -381,6 +381,51 @@ mod tests {
         }
     }
 
+    /// A step's reproducer is a command the CLI takes: `patchcheck` for a
+    /// build bisect (i386 is no cell's arch, `matrix` would refuse it),
+    /// `matrix` otherwise; the base step of a build bisect is patchcheck's
+    /// first column.
+    #[test]
+    fn step_reproducers_are_commands_the_cli_takes() {
+        let b = parse(&[
+            "--kernel",
+            "6.1",
+            "--series",
+            "tests/patchcheck/planted",
+            "--builds",
+            "i386",
+        ]);
+        let r = b.reproducer();
+        let build = crate::bisect::report::step_reproducer(&r, "planted", 3, "i386", &[], true);
+        assert!(
+            build.starts_with("cargo xtask patchcheck --series ")
+                && build.ends_with(" --kernel 6.1 --patches 3 --arch i386"),
+            "{build}"
+        );
+        let base = crate::bisect::report::step_reproducer(&r, "planted", 0, "i386", &[], true);
+        assert!(base.ends_with(" --patches 1 --arch i386"), "{base}");
+        let boot = crate::bisect::report::step_reproducer(
+            &r,
+            "planted",
+            2,
+            "x86_64",
+            &["seccomp_bpf".to_string()],
+            false,
+        );
+        assert!(
+            boot.starts_with("cargo xtask matrix --series ")
+                && boot.ends_with(" --patches 2 --variant planted --arch x86_64 --test seccomp_bpf"),
+            "{boot}"
+        );
+        for cmd in [build, base, boot] {
+            let words: Vec<&str> = cmd.split(' ').skip(1).collect();
+            assert!(
+                super::super::Cli::try_parse_from(words.iter()).is_ok(),
+                "the CLI refuses {cmd}"
+            );
+        }
+    }
+
     #[test]
     fn a_stored_bisect_command_round_trips_with_absolute_paths() {
         let env = Env {

@@ -260,11 +260,13 @@ pub fn build_only(
     let dir = ctx.cell_dir(cell);
     std::fs::create_dir_all(&dir)?;
     let mut r = new_result(cell, ctx);
+    let t = Instant::now();
     let src = match source_phase(ctx, cell, &ev) {
         Ok(s) => s,
         Err(Stop::Cell(o, e)) => return Ok((failed(r, o, e), None)),
         Err(Stop::Harness(e)) => return Err(e),
     };
+    r.timings.source_s = t.elapsed().as_secs_f64();
     let built = BuiltOnly {
         trees: src.trees.clone(),
         commit: src.commit.clone(),
@@ -272,8 +274,14 @@ pub fn build_only(
             .cache
             .dir(&["build", &cell.kernel, cell.arch.name(), &cell.config]),
     };
-    let rest = config_phase(ctx, cell, &ev, &dir, &src, &mut r)
-        .and_then(|config| build_phase(ctx, cell, &ev, &dir, &src, &config, &mut r));
+    let t = Instant::now();
+    let rest = config_phase(ctx, cell, &ev, &dir, &src, &mut r).and_then(|config| {
+        r.timings.config_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let b = build_phase(ctx, cell, &ev, &dir, &src, &config, &mut r);
+        r.timings.build_s = t.elapsed().as_secs_f64();
+        b
+    });
     let r = match rest {
         Ok(_) => {
             r.outcome = Outcome::Pass;
