@@ -126,7 +126,7 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
     );
     let md = std::fs::read_to_string(out.join("patchcheck.md")).unwrap();
     assert!(
-        md.contains("- i386/tiny: first broken by patch 3 \"seccomp: a change that only 32-bit x86 does not build\""),
+        md.contains("- i386/tiny: first broken by patch 3 \"seccomp: a change that only 32-bit x86 does not build\": ``kernel/seccomp.o: in function `seccomp_do_user_notification': undefined reference to `__udivdi3'``\n"),
         "{md}"
     );
     assert!(md.contains("- patch 1 \"seccomp: count the wake-ups of a user notification\": 1 new compiler warning on x86_64/tiny, arm64/tiny, i386/tiny"), "{md}");

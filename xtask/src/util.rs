@@ -19,6 +19,23 @@ pub fn shell_quote(s: &str) -> Cow<'_, str> {
         .expect("with NUL allowed, shlex's quoting cannot fail")
 }
 
+/// `text` as one markdown code span: fenced by one more backtick than its
+/// longest run of backticks (a linker's `` `f' `` quotes would end a
+/// single-backtick span), padded when it starts or ends with one.
+pub fn md_code(text: &str) -> String {
+    let longest = text
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    if text.starts_with('`') || text.ends_with('`') {
+        format!("{fence} {text} {fence}")
+    } else {
+        format!("{fence}{text}{fence}")
+    }
+}
+
 /// UTC `YYYYmmdd-HHMMSS`: run directory names and log line stamps.
 pub fn timestamp() -> String {
     stamp(time::OffsetDateTime::now_utc())
@@ -38,6 +55,17 @@ fn stamp(t: time::OffsetDateTime) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_code_span_holds_the_backticks_of_its_text() {
+        assert_eq!(md_code("make: Error 1"), "`make: Error 1`");
+        assert_eq!(
+            md_code("f.o: in function `f': undefined reference to `__udivdi3'"),
+            "``f.o: in function `f': undefined reference to `__udivdi3'``"
+        );
+        assert_eq!(md_code("`x`"), "`` `x` ``");
+    }
+
     use super::*;
 
     #[test]

@@ -9,7 +9,11 @@ fn cell(b: &Built, prev_ok: bool) -> String {
         let first = if b.first_error.is_empty() {
             b.outcome.clone()
         } else {
-            format!("{}: `{}`", b.outcome, b.first_error.replace('|', "\\|"))
+            format!(
+                "{}: {}",
+                b.outcome,
+                crate::util::md_code(&b.first_error).replace('|', "\\|")
+            )
         };
         return if prev_ok {
             format!("**{first}**")
@@ -47,8 +51,10 @@ pub fn answer(c: &Check) -> Vec<String> {
             .find(|p| p.builds.get(t).is_some_and(|b| !b.ok()))
         {
             answer.push(format!(
-                "{target}: first broken by patch {} \"{}\": `{}`",
-                p.number, p.info.subject, p.builds[t].first_error
+                "{target}: first broken by patch {} \"{}\": {}",
+                p.number,
+                p.info.subject,
+                crate::util::md_code(&p.builds[t].first_error)
             ));
         }
     }
