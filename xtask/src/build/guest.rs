@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 
 use crate::build::cpio::Entry;
 use crate::build::kbuild::{compiler_version, make_args};
-use crate::host::cache::{Cache, KeyBuilder};
+use crate::host::cache::{write_atomic, Cache, KeyBuilder};
 use crate::host::proc::{self, limit};
 use crate::kinds::{self, Recipe};
 use crate::plan::arch::{Accel, Arch};
@@ -31,6 +31,9 @@ pub struct Program {
     /// Runs in boots 1..=last_boot only; 0: every boot.
     pub last_boot: u32,
     pub compile_cmd: String,
+    /// What the compiler said of a program that built (its warnings), kept
+    /// beside the cached binary so a cached program says it too.
+    pub compiler_output: String,
 }
 
 pub enum CompileOutcome {
@@ -131,12 +134,14 @@ struct Unit<'a> {
 }
 
 /// Compiles one program into the cache (keyed by content; a cached binary
-/// is reused). Ok(Err((cmd, stderr))): the compiler failed.
+/// is reused): (binary, command, what the compiler said).
+/// Ok(Err((cmd, stderr))): the compiler failed.
+#[allow(clippy::type_complexity)]
 fn compile_unit(
     job: &CompileJob,
     test: &str,
     u: &Unit,
-) -> Result<std::result::Result<(PathBuf, String), (String, String)>> {
+) -> Result<std::result::Result<(PathBuf, String, String), (String, String)>> {
     let cc = job.arch.gcc();
     let flags: Vec<String> = ["-static", "-O2", "-Wall"]
         .iter()
@@ -188,8 +193,12 @@ fn compile_unit(
     cmd.push("-o".into());
     cmd.push(binary.display().to_string());
     let compile_cmd = cmd.join(" ");
+    let said = out_dir.join(format!("{}.stderr", u.name));
+    // A binary cached without the compiler's words is compiled again.
     if binary.exists() {
-        return Ok(Ok((binary, compile_cmd)));
+        if let Ok(text) = std::fs::read_to_string(&said) {
+            return Ok(Ok((binary, compile_cmd, text)));
+        }
     }
     std::fs::create_dir_all(&out_dir)?;
     let tmp = out_dir.join(format!(".{}.tmp", u.name));
@@ -206,8 +215,9 @@ fn compile_unit(
         return Ok(Err((compile_cmd, why + &out.stderr)));
     }
     // Atomic: a compile killed half-way never leaves a binary to reuse.
+    write_atomic(&said, out.stderr.as_bytes())?;
     std::fs::rename(&tmp, &binary)?;
-    Ok(Ok((binary, compile_cmd)))
+    Ok(Ok((binary, compile_cmd, out.stderr)))
 }
 
 pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileOutcome> {
@@ -228,6 +238,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
             timeout_s: spec.timeout_s.unwrap_or(60),
             last_boot,
             compile_cmd: String::new(),
+            compiler_output: String::new(),
         })),
         Recipe::Compile {
             sources,
@@ -247,7 +258,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
             };
             Ok(match compile_unit(job, name, &unit)? {
                 Err(e) => failed(e),
-                Ok((binary, compile_cmd)) => CompileOutcome::Ok(Program {
+                Ok((binary, compile_cmd, compiler_output)) => CompileOutcome::Ok(Program {
                     test: name.to_string(),
                     binary,
                     script: None,
@@ -256,6 +267,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                     timeout_s: spec.timeout_s.unwrap_or(default_timeout_s),
                     last_boot,
                     compile_cmd,
+                    compiler_output,
                 }),
             })
         }
@@ -267,6 +279,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
         } => {
             let mut extra = Vec::new();
             let mut cmds = Vec::new();
+            let mut said = String::new();
             let mut unbuilt = Vec::new();
             for p in &programs {
                 if let Some(sym) = p.needs.iter().find(|s| job.absent.contains(s)) {
@@ -284,9 +297,10 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                 };
                 match compile_unit(job, name, &unit)? {
                     Err(e) => return Ok(failed(e)),
-                    Ok((binary, cmd)) => {
+                    Ok((binary, cmd, text)) => {
                         extra.push(binary);
                         cmds.push(cmd);
+                        said += &text;
                     }
                 }
             }
@@ -299,6 +313,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                 timeout_s: spec.timeout_s.unwrap_or(default_timeout_s),
                 last_boot,
                 compile_cmd: cmds.join("\n"),
+                compiler_output: said,
             }))
         }
     }

@@ -19,11 +19,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::build::kbuild;
+use crate::build::{guest, kbuild};
 use crate::build::source::{PatchInfo, Trees};
 use crate::host::proc::{self, limit};
 use crate::plan::arch::Arch;
-use crate::plan::matrix::{Cell, Filters, Matrix};
+use crate::plan::matrix::{Cell, Filters, Matrix, TestKind};
 use crate::runner::{self, Ctx};
 use crate::schema::Outcome;
 use parse::Finding;
@@ -56,6 +56,37 @@ pub struct Patch {
     pub checkpatch: Vec<Finding>,
     /// kernel-doc warnings in the patch's files that the patch adds.
     pub kernel_doc: Vec<String>,
+    /// The matrix's selftests whose directory the patch touches, compiled
+    /// for each booted arch before and after it.
+    #[serde(default)]
+    pub selftests: Vec<SelftestBuild>,
+}
+
+/// A selftest of the matrix (kind `kselftest` or `programs`) whose
+/// directory a patch touches, compiled for one arch as the matrix compiles
+/// it for the guest, at the patch and at the step before it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SelftestBuild {
+    pub arch: String,
+    /// The matrix test.
+    pub test: String,
+    /// `pass` or `build-error`.
+    pub outcome: String,
+    /// The first error line of a failed compile.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub first_error: String,
+    /// It compiled at the step before the patch.
+    pub built_before: bool,
+    /// Compiler warnings the patch adds in the files it touches.
+    #[serde(default)]
+    pub new_warnings: Vec<String>,
+}
+
+impl SelftestBuild {
+    /// Broken by this patch, or warning anew.
+    pub fn is_bad(&self) -> bool {
+        (self.outcome != "pass" && self.built_before) || !self.new_warnings.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -96,6 +127,7 @@ impl Check {
             .enumerate()
             .any(|(t, b)| (!b.ok() && self.built_before(p, t)) || !b.new_warnings.is_empty())
             || parse::counts_at(&p.checkpatch, &self.fail_on) > 0
+            || p.selftests.iter().any(SelftestBuild::is_bad)
     }
 
     /// Whether target `t` built one step before patch `p` (the base before
@@ -211,6 +243,7 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                 builds: vec![],
                 checkpatch: vec![],
                 kernel_doc: vec![],
+                selftests: vec![],
             })
             .collect(),
         fail_on: plan.fail_on.clone(),
@@ -218,6 +251,7 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
     let total = targets.len() * (n + 1);
     let mut step = 0;
     let mut docs_done = false;
+    let mut selftest_arches: Vec<Arch> = Vec::new();
     for (arch, config) in &targets {
         let variants: Vec<String> = std::iter::once("base".to_string())
             .chain(names.iter().cloned())
@@ -320,6 +354,53 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
             }
             commits.push(commit);
         }
+        // The selftests a patch touches, once an arch: for each booted arch
+        // as its guests get them (gcc's, not a clang config's); a build-only
+        // arch has no C library for them.
+        if arch.info().boots && !llvm && !selftest_arches.contains(arch) {
+            if let Some(t) = &trees {
+                selftest_arches.push(*arch);
+                for k in 1..=n {
+                    let (Some(Some(prev)), Some(Some(cur))) = (commits.get(k - 1), commits.get(k))
+                    else {
+                        continue;
+                    };
+                    for test in touched_tests(&m, &files[k - 1]) {
+                        let spec = &m.test[&test];
+                        let sui = ui.cell(step, total, &format!("selftest {test} for {arch} at patch {k}"));
+                        let before = compile_selftest(plan.cache, plan.root, t, prev, *arch, &test, spec)?;
+                        let after = compile_selftest(plan.cache, plan.root, t, cur, *arch, &test, spec)?;
+                        let mut sb = SelftestBuild {
+                            arch: arch.name().to_string(),
+                            test: test.clone(),
+                            outcome: if after.0 { "pass" } else { "build-error" }.into(),
+                            built_before: before.0,
+                            ..Default::default()
+                        };
+                        if after.0 {
+                            for f in files[k - 1].iter().filter(|f| f.ends_with(".c") || f.ends_with(".h")) {
+                                let was = parse::compiler_warnings(&before.1, f);
+                                sb.new_warnings.extend(
+                                    parse::compiler_warnings(&after.1, f).difference(&was).cloned(),
+                                );
+                            }
+                        } else {
+                            sb.first_error = kbuild::first_error(&after.1);
+                        }
+                        sui.finish(&format!(
+                            "{}{}",
+                            sb.outcome,
+                            if sb.new_warnings.is_empty() {
+                                String::new()
+                            } else {
+                                format!(", new warnings: {}", sb.new_warnings.len())
+                            }
+                        ));
+                        check.patches[k - 1].selftests.push(sb);
+                    }
+                }
+            }
+        }
         // kernel-doc and checkpatch once, from the first target's trees.
         if !docs_done {
             if let Some(t) = &trees {
@@ -359,6 +440,50 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
         report::html(&check).as_bytes(),
     )?;
     Ok(check)
+}
+
+/// The matrix's compiled tests (`kselftest`, `programs`) whose directory
+/// holds one of `files`.
+fn touched_tests(m: &Matrix, files: &[String]) -> Vec<String> {
+    m.test
+        .iter()
+        .filter(|(_, t)| matches!(t.kind, TestKind::Kselftest | TestKind::Programs))
+        .filter(|(_, t)| {
+            t.dir.as_ref().is_some_and(|d| {
+                let d = format!("{}/", d.trim_end_matches('/'));
+                files.iter().any(|f| f.starts_with(&d))
+            })
+        })
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
+/// Test `name` compiled for `arch` from the work tree at `commit`, as the
+/// runner compiles it for a guest (cached by content, with what the
+/// compiler said): (compiled, the compiler's output).
+fn compile_selftest(
+    cache: &crate::host::cache::Cache,
+    root: &Path,
+    trees: &Trees,
+    commit: &str,
+    arch: Arch,
+    name: &str,
+    spec: &crate::plan::matrix::TestSpec,
+) -> Result<(bool, String)> {
+    let tree = trees.checkout_work(commit)?.to_path_buf();
+    let uapi = crate::build::source::uapi_id(&trees.repo, commit, arch.name())?;
+    let job = guest::CompileJob {
+        cache,
+        repo_root: root,
+        arch,
+        tree: &tree,
+        uapi_id: &uapi,
+        absent: &[],
+    };
+    Ok(match guest::compile(&job, name, spec)? {
+        guest::CompileOutcome::Ok(p) => (true, p.compiler_output),
+        guest::CompileOutcome::Failed { stderr, .. } => (false, stderr),
+    })
 }
 
 /// The warnings of each `.c` file of `files` compiled alone at `commit`
@@ -483,5 +608,37 @@ fn append(path: &Path, text: &str) {
         .open(path)
     {
         let _ = f.write_all(text.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default matrix's compiled tests a patch touches: by directory,
+    /// every test of that directory, none for a kernel file or a
+    /// directory that only shares a prefix.
+    #[test]
+    fn the_selftests_a_patch_touches_are_those_of_its_directories() {
+        let m = crate::plan::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../matrix.toml"
+        )))
+        .unwrap();
+        let t = |files: &[&str]| {
+            touched_tests(&m, &files.iter().map(|f| f.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            t(&["kernel/seccomp.c", "tools/testing/selftests/seccomp/seccomp_bpf.c"]),
+            ["seccomp_bpf"]
+        );
+        assert_eq!(
+            t(&["tools/testing/selftests/rseq/rseq.h"]),
+            ["rseq_percpu_ops", "rseq_selftests"]
+        );
+        assert!(t(&["kernel/sched/core.c"]).is_empty());
+        assert!(t(&["tools/testing/selftests/seccompx/a.c"]).is_empty());
+        // A guest program of rootfs/ is not in the tree.
+        assert!(t(&["rootfs/guest/seccomp_notify_bench.c"]).is_empty());
     }
 }

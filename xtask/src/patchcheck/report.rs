@@ -78,6 +78,28 @@ pub fn answer(c: &Check) -> Vec<String> {
                 on.join(", ")
             ));
         }
+        for t in p.selftests.iter().filter(|t| t.is_bad()) {
+            answer.push(if t.outcome != "pass" {
+                format!(
+                    "patch {} \"{}\": selftest {} no longer builds for {}: {}",
+                    p.number,
+                    p.info.subject,
+                    t.test,
+                    t.arch,
+                    crate::util::md_code(&t.first_error)
+                )
+            } else {
+                format!(
+                    "patch {} \"{}\": selftest {} has {} new compiler warning{} for {}",
+                    p.number,
+                    p.info.subject,
+                    t.test,
+                    t.new_warnings.len(),
+                    if t.new_warnings.len() == 1 { "" } else { "s" },
+                    t.arch
+                )
+            });
+        }
         let cp = super::parse::counts_at(&p.checkpatch, &c.fail_on);
         if cp > 0 {
             answer.push(format!(
@@ -154,13 +176,36 @@ pub fn markdown(c: &Check) -> String {
                     )
             })
             .collect();
-        if warnings.is_empty() && p.checkpatch.is_empty() && p.kernel_doc.is_empty() {
+        let selftests: Vec<String> = p
+            .selftests
+            .iter()
+            .map(|t| {
+                let how = if t.outcome != "pass" {
+                    format!("{} {}", t.outcome, crate::util::md_code(&t.first_error))
+                } else if t.new_warnings.is_empty() {
+                    "builds, no new warning".to_string()
+                } else {
+                    t.new_warnings.join("; ")
+                };
+                format!("- {} for {}: {how}", t.test, t.arch)
+            })
+            .collect();
+        if warnings.is_empty()
+            && p.checkpatch.is_empty()
+            && p.kernel_doc.is_empty()
+            && selftests.is_empty()
+        {
             continue;
         }
         s += &format!("\n## Patch {}: {}\n\n", p.number, p.info.subject);
         if !warnings.is_empty() {
             s += "New compiler warnings:\n\n";
             s += &warnings.join("\n");
+            s += "\n\n";
+        }
+        if !selftests.is_empty() {
+            s += "The selftests it touches, compiled as the guests get them:\n\n";
+            s += &selftests.join("\n");
             s += "\n\n";
         }
         if !p.checkpatch.is_empty() {
