@@ -23,11 +23,7 @@ pub fn shell_quote(s: &str) -> Cow<'_, str> {
 /// longest run of backticks (a linker's `` `f' `` quotes would end a
 /// single-backtick span), padded when it starts or ends with one.
 pub fn md_code(text: &str) -> String {
-    let longest = text
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     if text.starts_with('`') || text.ends_with('`') {
         format!("{fence} {text} {fence}")

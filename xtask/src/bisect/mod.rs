@@ -469,15 +469,14 @@ impl Bisection {
                 cu.finish("interrupted: not recorded");
                 return Ok(None);
             }
-            let reproduce =
-                report::step_reproducer(
-                    &self.reproducer,
-                    &self.series,
-                    k,
-                    &self.arch,
-                    &self.tests,
-                    matches!(self.pred, Predicate::Builds { .. }),
-                );
+            let reproduce = report::step_reproducer(
+                &self.reproducer,
+                &self.series,
+                k,
+                &self.arch,
+                &self.tests,
+                matches!(self.pred, Predicate::Builds { .. }),
+            );
             let step = step_of(k, &r, &v, used, reproduce);
             cu.finish(&format!(
                 "{}: {} (build {})",

@@ -28,7 +28,11 @@ pub fn compiler_version(arch: Arch, llvm: bool) -> String {
         return v.clone();
     }
     let sh = xshell::Shell::new().expect("a shell");
-    let cc = if llvm { "clang".to_string() } else { arch.gcc() };
+    let cc = if llvm {
+        "clang".to_string()
+    } else {
+        arch.gcc()
+    };
     let v = xshell::cmd!(sh, "{cc} --version")
         .quiet()
         .read()
@@ -163,7 +167,8 @@ pub fn configure(
         merge.args(&req.fragments).arg(&extra);
         run_logged(merge, log, "merge_config.sh -m")?;
         let mut old = Command::new("make");
-        old.args(make_args(tree, &work, arch, req.llvm)).arg("olddefconfig");
+        old.args(make_args(tree, &work, arch, req.llvm))
+            .arg("olddefconfig");
         run_logged(old, log, &format!("make ARCH={arch} olddefconfig"))?;
         std::fs::create_dir_all(&dir)?;
         std::fs::copy(work.join(".config"), &config)?;
@@ -541,11 +546,16 @@ mod tests {
                 "CROSS_COMPILE=aarch64-linux-gnu-"
             ]
         );
-        assert!(!make_args(Path::new("/t"), Path::new("/o"), Arch::X86_64, false)
-            .iter()
-            .any(|x| x.starts_with("CROSS")));
+        assert!(
+            !make_args(Path::new("/t"), Path::new("/o"), Arch::X86_64, false)
+                .iter()
+                .any(|x| x.starts_with("CROSS"))
+        );
         // clang: LLVM=1, and the cross prefix still gives clang its target.
         let a = make_args(Path::new("/t"), Path::new("/o"), Arch::Arm64, true);
-        assert_eq!(&a[3..], ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-", "LLVM=1"]);
+        assert_eq!(
+            &a[3..],
+            ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-", "LLVM=1"]
+        );
     }
 }

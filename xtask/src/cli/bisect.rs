@@ -414,7 +414,8 @@ mod tests {
         );
         assert!(
             boot.starts_with("cargo xtask matrix --series ")
-                && boot.ends_with(" --patches 2 --variant planted --arch x86_64 --test seccomp_bpf"),
+                && boot
+                    .ends_with(" --patches 2 --variant planted --arch x86_64 --test seccomp_bpf"),
             "{boot}"
         );
         for cmd in [build, base, boot] {

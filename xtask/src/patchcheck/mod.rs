@@ -19,8 +19,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::build::{guest, kbuild};
 use crate::build::source::{PatchInfo, Trees};
+use crate::build::{guest, kbuild};
 use crate::host::proc::{self, limit};
 use crate::plan::arch::Arch;
 use crate::plan::matrix::{Cell, Filters, Matrix, TestKind};
@@ -367,9 +367,15 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                     };
                     for test in touched_tests(&m, &files[k - 1]) {
                         let spec = &m.test[&test];
-                        let sui = ui.cell(step, total, &format!("selftest {test} for {arch} at patch {k}"));
-                        let before = compile_selftest(plan.cache, plan.root, t, prev, *arch, &test, spec)?;
-                        let after = compile_selftest(plan.cache, plan.root, t, cur, *arch, &test, spec)?;
+                        let sui = ui.cell(
+                            step,
+                            total,
+                            &format!("selftest {test} for {arch} at patch {k}"),
+                        );
+                        let before =
+                            compile_selftest(plan.cache, plan.root, t, prev, *arch, &test, spec)?;
+                        let after =
+                            compile_selftest(plan.cache, plan.root, t, cur, *arch, &test, spec)?;
                         let mut sb = SelftestBuild {
                             arch: arch.name().to_string(),
                             test: test.clone(),
@@ -378,10 +384,15 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                             ..Default::default()
                         };
                         if after.0 {
-                            for f in files[k - 1].iter().filter(|f| f.ends_with(".c") || f.ends_with(".h")) {
+                            for f in files[k - 1]
+                                .iter()
+                                .filter(|f| f.ends_with(".c") || f.ends_with(".h"))
+                            {
                                 let was = parse::compiler_warnings(&before.1, f);
                                 sb.new_warnings.extend(
-                                    parse::compiler_warnings(&after.1, f).difference(&was).cloned(),
+                                    parse::compiler_warnings(&after.1, f)
+                                        .difference(&was)
+                                        .cloned(),
                                 );
                             }
                         } else {
@@ -629,7 +640,10 @@ mod tests {
             touched_tests(&m, &files.iter().map(|f| f.to_string()).collect::<Vec<_>>())
         };
         assert_eq!(
-            t(&["kernel/seccomp.c", "tools/testing/selftests/seccomp/seccomp_bpf.c"]),
+            t(&[
+                "kernel/seccomp.c",
+                "tools/testing/selftests/seccomp/seccomp_bpf.c"
+            ]),
             ["seccomp_bpf"]
         );
         assert_eq!(

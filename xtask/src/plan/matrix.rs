@@ -858,7 +858,10 @@ impl Matrix {
         if run.arches.is_empty() {
             return Err(at.err_at(
                 keys!["run", "arches"],
-                format!("run.arches is empty, expected some of {:?}", Arch::guest_names()),
+                format!(
+                    "run.arches is empty, expected some of {:?}",
+                    Arch::guest_names()
+                ),
             ));
         }
         for a in &run.arches {
@@ -1439,7 +1442,11 @@ impl Matrix {
             config: self
                 .config
                 .keys()
-                .filter(|c| self.kernel.keys().any(|k| self.kernel_configs(k).contains(c)))
+                .filter(|c| {
+                    self.kernel
+                        .keys()
+                        .any(|k| self.kernel_configs(k).contains(c))
+                })
                 .cloned()
                 .collect(),
             test: tests,
@@ -1522,7 +1529,12 @@ impl Matrix {
     /// Every arch a kernel of the matrix is built for: run.arches, then the
     /// build-only targets' arches.
     pub fn build_arches(&self) -> Vec<String> {
-        let mut all: Vec<String> = self.run.arches.iter().map(|a| a.get_ref().clone()).collect();
+        let mut all: Vec<String> = self
+            .run
+            .arches
+            .iter()
+            .map(|a| a.get_ref().clone())
+            .collect();
         for (a, _) in self.build_only() {
             if !all.iter().any(|x| x == a.name()) {
                 all.push(a.name().to_string());
@@ -1950,10 +1962,16 @@ reason = "r"
                 && e.contains("name it in run.build_only as \"i386/CONFIG\""),
             "{e}"
         );
-        let with = |list: &str| GOOD.replace("tests = [\"t1\"]", &format!("tests = [\"t1\"]\nbuild_only = {list}"));
+        let with = |list: &str| {
+            GOOD.replace(
+                "tests = [\"t1\"]",
+                &format!("tests = [\"t1\"]\nbuild_only = {list}"),
+            )
+        };
         let e = parse_err(&with("[\"i686/tiny\"]"));
         assert!(
-            e.starts_with("matrix.toml:6:") && e.contains("run.build_only: `i686/tiny` names no arch"),
+            e.starts_with("matrix.toml:6:")
+                && e.contains("run.build_only: `i686/tiny` names no arch"),
             "{e}"
         );
         let e = parse_err(&with("[\"i386/huge\"]"));
@@ -1966,7 +1984,10 @@ reason = "r"
         let m = Matrix::parse("matrix.toml", &with("[\"i386/tiny\", \"arm64/tiny\"]")).unwrap();
         assert_eq!(
             m.build_only(),
-            [(Arch::I386, "tiny".to_string()), (Arch::Arm64, "tiny".to_string())]
+            [
+                (Arch::I386, "tiny".to_string()),
+                (Arch::Arm64, "tiny".to_string())
+            ]
         );
         assert_eq!(m.build_arches(), ["x86_64", "arm64", "i386"]);
         // No cell boots i386.
