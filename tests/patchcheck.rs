@@ -1,7 +1,8 @@
 //! `cargo xtask patchcheck` on real builds of 6.1: the planted series of
 //! tests/patchcheck/planted (a new warning, a checkpatch error, a break of
-//! the 32-bit x86 build only, a `run.build_only` target), each named with
-//! its patch and its text; and `bisect --builds i386` finding the break.
+//! the 32-bit x86 build only, a `run.build_only` target, a new warning in
+//! a selftest), each named with its patch and its text; and `bisect
+//! --builds i386` finding the break.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -124,7 +125,35 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
         first,
         "kernel/seccomp.o: in function `seccomp_do_user_notification': undefined reference to `__udivdi3'"
     );
+    // 4: a selftest's new warning, for each booted arch, as the guests
+    // compile it; the kernel builds as at patch 3 (i386 still broken).
+    assert_eq!(build(3, 0)["outcome"], "pass", "{}", build(3, 0));
+    assert_eq!(build(3, 2)["outcome"], "build-error", "{}", build(3, 2));
+    for i in 0..3 {
+        assert_eq!(p(i)["selftests"], serde_json::json!([]), "{}", p(i));
+    }
+    let st = p(3)["selftests"].as_array().unwrap();
+    assert_eq!(st.len(), 2, "{}", p(3));
+    for (t, arch) in st.iter().zip(["x86_64", "arm64"]) {
+        assert_eq!(t["arch"], arch, "{t}");
+        assert_eq!(t["test"], "seccomp_bpf", "{t}");
+        assert_eq!(t["outcome"], "pass", "{t}");
+        assert_eq!(t["built_before"], true, "{t}");
+        assert_eq!(
+            t["new_warnings"],
+            serde_json::json!([
+                "tools/testing/selftests/seccomp/seccomp_bpf.c: warning: unused variable 'tries' [-Wunused-variable]"
+            ]),
+            "{t}"
+        );
+    }
     let md = std::fs::read_to_string(out.join("patchcheck.md")).unwrap();
+    for arch in ["x86_64", "arm64"] {
+        assert!(
+            md.contains(&format!("- patch 4 \"selftests/seccomp: count the tries of the strict mode test\": selftest seccomp_bpf has 1 new compiler warning for {arch}\n")),
+            "{md}"
+        );
+    }
     assert!(
         md.contains("- i386/tiny: first broken by patch 3 \"seccomp: a change that only 32-bit x86 does not build\": ``kernel/seccomp.o: in function `seccomp_do_user_notification': undefined reference to `__udivdi3'``\n"),
         "{md}"
@@ -257,7 +286,9 @@ fn the_clang_target_is_built_with_llvm_and_its_warnings_are_named() {
     assert_eq!(b["outcome"], "pass", "{b}");
     assert_eq!(
         b["new_warnings"],
-        serde_json::json!(["kernel/seccomp.c: warning: unused variable 'waited' [-Wunused-variable]"]),
+        serde_json::json!([
+            "kernel/seccomp.c: warning: unused variable 'waited' [-Wunused-variable]"
+        ]),
         "{b}"
     );
     // clang built it: the make line says LLVM=1, and the kernel records
@@ -268,10 +299,10 @@ fn the_clang_target_is_built_with_llvm_and_its_warnings_are_named() {
         make.starts_with("$ make ") && make.contains(" ARCH=arm64 ") && make.contains(" LLVM=1 "),
         "{make}"
     );
-    let o = make
-        .split(' ')
-        .find_map(|w| w.strip_prefix("O="))
-        .unwrap();
+    let o = make.split(' ').find_map(|w| w.strip_prefix("O=")).unwrap();
     let cfg = std::fs::read_to_string(Path::new(o).join(".config")).unwrap();
-    assert!(cfg.contains("\nCONFIG_CC_IS_CLANG=y\n"), "not a clang build");
+    assert!(
+        cfg.contains("\nCONFIG_CC_IS_CLANG=y\n"),
+        "not a clang build"
+    );
 }

@@ -114,13 +114,18 @@ pub fn answer(c: &Check) -> Vec<String> {
     answer
 }
 
+/// `1 patch`, `4 patches`.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 pub fn markdown(c: &Check) -> String {
     let mut s = format!(
-        "# patchcheck: {} on {}\n\n{} patches, {} targets ({}); checkpatch fails at `{}`.\n\n",
+        "# patchcheck: {} on {}\n\n{}, {} ({}); checkpatch fails at `{}`.\n\n",
         c.series,
         c.kernel,
-        c.patches.len(),
-        c.targets.len(),
+        counted(c.patches.len(), "patch", "patches"),
+        counted(c.targets.len(), "target", "targets"),
         c.targets.join(", "),
         c.fail_on
     );
@@ -236,11 +241,11 @@ pub fn markdown(c: &Check) -> String {
 pub fn html(c: &Check) -> String {
     use crate::report::html::{esc, page};
     let mut s = format!(
-        "<h1>patchcheck: {} on {}</h1><p class=meta>{} patches, {} targets ({}); checkpatch fails at <code>{}</code>.</p>",
+        "<h1>patchcheck: {} on {}</h1><p class=meta>{}, {} ({}); checkpatch fails at <code>{}</code>.</p>",
         esc(&c.series),
         esc(&c.kernel),
-        c.patches.len(),
-        c.targets.len(),
+        counted(c.patches.len(), "patch", "patches"),
+        counted(c.targets.len(), "target", "targets"),
         esc(&c.targets.join(", ")),
         esc(&c.fail_on)
     );
