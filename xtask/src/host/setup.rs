@@ -359,8 +359,13 @@ pub fn busybox(
         return Ok(p);
     }
     let dir = cache.dir(&["busybox", arch.name()]);
-    let bin = dir.join("bin/busybox");
-    if bin.exists() {
+    // Where the package puts it: /bin in Debian 12, /usr/bin once /usr
+    // is merged (Debian 13).
+    if let Some(bin) = ["usr/bin/busybox", "bin/busybox"]
+        .iter()
+        .map(|p| dir.join(p))
+        .find(|p| p.is_file())
+    {
         return Ok(bin);
     }
     let dl = cache.dir(&["busybox", "download"]);
@@ -390,17 +395,68 @@ pub fn busybox(
                 .ends_with(&format!("_{}.deb", arch.info().debian))
         })
         .with_context(|| format!("no {} .deb downloaded", arch.info().busybox_package))?;
+    let mut list = Command::new("dpkg-deb");
+    list.arg("-c").arg(&deb);
+    let listing = proc::checked("dpkg-deb -c", list, limit::scaled(limit::TAR))?;
+    let Some(inside) = busybox_in(&listing.stdout) else {
+        bail!(
+            "{} holds no bin/busybox (dpkg-deb -c lists no such file)",
+            deb.display()
+        );
+    };
     let mut x = Command::new("dpkg");
     x.arg("-x").arg(&deb).arg(&dir);
     proc::checked("dpkg -x", x, limit::scaled(limit::TAR))?;
-    if !bin.exists() {
+    let bin = dir.join(&inside);
+    if !bin.is_file() {
         bail!("unpacking {} did not give {}", deb.display(), bin.display());
     }
     Ok(bin)
 }
 
+/// The busybox binary of a busybox-static package, from `dpkg-deb -c`'s
+/// listing: the regular file `./bin/busybox` or `./usr/bin/busybox`, as a
+/// path relative to where the package is unpacked.
+pub fn busybox_in(listing: &str) -> Option<String> {
+    listing
+        .lines()
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| l.split_whitespace().last())
+        .find(|p| *p == "./bin/busybox" || *p == "./usr/bin/busybox")
+        .map(|p| p.trim_start_matches("./").to_string())
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// Debian 12's busybox-static has /bin/busybox, Debian 13's (merged
+    /// /usr) /usr/bin/busybox: the real packages' listings.
+    #[test]
+    fn busybox_is_found_where_each_debian_release_puts_it() {
+        let list = |name: &str| {
+            std::fs::read_to_string(format!(
+                "{}/../tests/fixtures/busybox/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap()
+        };
+        assert_eq!(
+            busybox_in(&list(
+                "bookworm-busybox-static_1.35.0-4+deb12u1+b1_arm64.list"
+            ))
+            .as_deref(),
+            Some("bin/busybox")
+        );
+        assert_eq!(
+            busybox_in(&list("trixie-busybox-static_1.37.0-6+b9_arm64.list")).as_deref(),
+            Some("usr/bin/busybox")
+        );
+        // The initramfs hook named zz-busybox is not it.
+        assert_eq!(
+            busybox_in("-rwxr-xr-x root/root 1019 2025-05-19 11:29 ./usr/share/initramfs-tools/hooks/zz-busybox"),
+            None
+        );
+    }
     use super::*;
 
     /// The refusal names the host and both ways out; what it names must be

@@ -539,8 +539,32 @@ pub fn outcome_line(r: &CellResult) -> String {
             }
         )
     };
+    // A cell that never booted says why, in the evidence's first words.
+    let why = match r.outcome {
+        results::Outcome::InfraError
+        | results::Outcome::BuildError
+        | results::Outcome::ConfigError
+        | results::Outcome::ApplyError => r
+            .evidence
+            .first()
+            .map(|e| {
+                let first = e
+                    .excerpt
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                format!(": {}: {}", e.what, first.trim())
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let accel = if r.accel.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", r.accel)
+    };
     format!(
-        "{}{} (source {:.1}s, config {:.1}s, build {build}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s; {})",
+        "{}{}{why} (source {:.1}s, config {:.1}s, build {build}, rootfs {:.1}s, boot {:.1}s, guest {:.1}s{accel})",
         r.outcome,
         if r.as_expected { "" } else { " NOT AS EXPECTED" },
         t.source_s,
@@ -548,7 +572,6 @@ pub fn outcome_line(r: &CellResult) -> String {
         t.rootfs_s,
         t.boot_s,
         t.guest_s,
-        r.accel
     )
 }
 
@@ -595,6 +618,19 @@ mod tests {
         assert_eq!(
             outcome_line(&r),
             "crash NOT AS EXPECTED (source 1.0s, config 0.5s, build cached, rootfs 2.0s, boot 30.2s, guest 20.0s; tcg,thread=multi)"
+        );
+        // The words of a real harness error (Debian 13's busybox-static
+        // moved to /usr/bin), on a cell that never booted.
+        let mut r = CellResult::blank("6.1/base/arm64/tiny", Outcome::InfraError);
+        r.evidence.push(crate::schema::Evidence::new(
+            crate::schema::EvidenceKind::Harness,
+            "harness error",
+            "unpacking /root/.cache/kmatrix/busybox/download/busybox-static_1%3a1.37.0-6+b9_arm64.deb did not give /root/.cache/kmatrix/busybox/arm64/bin/busybox",
+            None,
+        ));
+        assert_eq!(
+            outcome_line(&r),
+            "infra-error NOT AS EXPECTED: harness error: unpacking /root/.cache/kmatrix/busybox/download/busybox-static_1%3a1.37.0-6+b9_arm64.deb did not give /root/.cache/kmatrix/busybox/arm64/bin/busybox (source 0.0s, config 0.0s, build 0.0s, rootfs 0.0s, boot 0.0s, guest 0.0s)"
         );
     }
 }
