@@ -641,7 +641,18 @@ fn prepare(
     match phases(ctx, cell, ev, dir, &mut r) {
         Ok(p) => Ok(Ok(p)),
         Err(Stop::Cell(outcome, e)) => Ok(Err(failed(r, outcome, e))),
-        Err(Stop::Harness(e)) => Err(e),
+        // Still an infra-error cell, with the times and logs of the phases
+        // that ran (a harness error after a ten-minute build keeps it).
+        Err(Stop::Harness(e)) => Ok(Err(failed(
+            r,
+            Outcome::InfraError,
+            Evidence::new(
+                EvidenceKind::Harness,
+                "harness error",
+                format!("{e:#}"),
+                None,
+            ),
+        ))),
     }
 }
 
