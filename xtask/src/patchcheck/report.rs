@@ -78,27 +78,46 @@ pub fn answer(c: &Check) -> Vec<String> {
                 on.join(", ")
             ));
         }
-        for t in p.selftests.iter().filter(|t| t.is_bad()) {
-            answer.push(if t.outcome != "pass" {
-                format!(
-                    "patch {} \"{}\": selftest {} no longer builds for {}: {}",
+        // One line a test: the arches it broke on, then those it warns on.
+        let mut tests: Vec<&str> = p.selftests.iter().map(|t| t.test.as_str()).collect();
+        tests.dedup();
+        for test in tests {
+            let of: Vec<&super::SelftestBuild> = p
+                .selftests
+                .iter()
+                .filter(|t| t.test == test && t.is_bad())
+                .collect();
+            let broken: Vec<&super::SelftestBuild> =
+                of.iter().copied().filter(|t| t.outcome != "pass").collect();
+            if let Some(first) = broken.first() {
+                let on: Vec<&str> = broken.iter().map(|t| t.arch.as_str()).collect();
+                answer.push(format!(
+                    "patch {} \"{}\": selftest {test} no longer builds for {}: {}",
                     p.number,
                     p.info.subject,
-                    t.test,
-                    t.arch,
-                    crate::util::md_code(&t.first_error)
-                )
-            } else {
-                format!(
-                    "patch {} \"{}\": selftest {} has {} new compiler warning{} for {}",
+                    on.join(", "),
+                    crate::util::md_code(&first.first_error)
+                ));
+            }
+            let warned: Vec<&super::SelftestBuild> = of
+                .iter()
+                .copied()
+                .filter(|t| !t.new_warnings.is_empty())
+                .collect();
+            if !warned.is_empty() {
+                let mut texts: Vec<&String> = warned.iter().flat_map(|t| &t.new_warnings).collect();
+                texts.sort();
+                texts.dedup();
+                let on: Vec<&str> = warned.iter().map(|t| t.arch.as_str()).collect();
+                answer.push(format!(
+                    "patch {} \"{}\": selftest {test} has {} new compiler warning{} for {}",
                     p.number,
                     p.info.subject,
-                    t.test,
-                    t.new_warnings.len(),
-                    if t.new_warnings.len() == 1 { "" } else { "s" },
-                    t.arch
-                )
-            });
+                    texts.len(),
+                    if texts.len() == 1 { "" } else { "s" },
+                    on.join(", ")
+                ));
+            }
         }
         let cp = super::parse::counts_at(&p.checkpatch, &c.fail_on);
         if cp > 0 {
@@ -358,5 +377,55 @@ fn html_cell(b: &Built, prev_ok: bool) -> String {
                 String::new()
             }
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// patchcheck.json of a real run on the planted series (6.1, three
+    /// targets, four patches).
+    fn planted() -> Check {
+        serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../tests/fixtures/patchcheck/planted-6.1.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_answer_names_each_fault_once_with_its_patch() {
+        let c = planted();
+        assert_eq!(
+            answer(&c),
+            [
+                "i386/tiny: first broken by patch 3 \"seccomp: a change that only 32-bit x86 does not build\": ``kernel/seccomp.o: in function `seccomp_do_user_notification': undefined reference to `__udivdi3'``",
+                "patch 1 \"seccomp: count the wake-ups of a user notification\": 1 new compiler warning on x86_64/tiny, arm64/tiny, i386/tiny",
+                "patch 2 \"seccomp: add a helper that says whether a notification is planted\": 1 checkpatch finding at error or worse",
+                "patch 4 \"selftests/seccomp: count the tries of the strict mode test\": selftest seccomp_bpf has 1 new compiler warning for x86_64, arm64",
+            ]
+        );
+        assert_eq!(c.code(), 1);
+    }
+
+    /// A selftest that stops compiling on one arch is named with its
+    /// error; one that did not compile before either is not news.
+    #[test]
+    fn a_selftest_that_stops_building_is_named_with_its_arch() {
+        let mut c = planted();
+        let t = &mut c.patches[3].selftests[1];
+        t.outcome = "build-error".into();
+        t.new_warnings.clear();
+        t.first_error = "seccomp_bpf.c:1:1: error: x".into();
+        let a = answer(&c);
+        assert!(a.contains(&"patch 4 \"selftests/seccomp: count the tries of the strict mode test\": selftest seccomp_bpf no longer builds for arm64: `seccomp_bpf.c:1:1: error: x`".to_string()), "{a:?}");
+        assert!(a.contains(&"patch 4 \"selftests/seccomp: count the tries of the strict mode test\": selftest seccomp_bpf has 1 new compiler warning for x86_64".to_string()), "{a:?}");
+        c.patches[3].selftests[1].built_before = false;
+        c.patches[3].selftests[0].new_warnings.clear();
+        assert!(!answer(&c).iter().any(|l| l.starts_with("patch 4")));
     }
 }
