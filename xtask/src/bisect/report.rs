@@ -53,25 +53,10 @@ pub fn step_reproducer(
     tests: &[String],
     builds: bool,
 ) -> String {
-    if builds {
-        let mut s = String::from("cargo xtask patchcheck");
-        if let Some(m) = &a.matrix {
-            s += &format!(" --matrix {m}");
-        }
-        s += &a.source_flags;
-        if let Some(kern) = &a.kernel {
-            s += &format!(" --kernel {kern}");
-        }
-        if a.series_named {
-            s += &format!(" --series-name {series}");
-        }
-        s += &format!(" --patches {} --arch {arch}", k.max(1));
-        if let Some(c) = &a.config {
-            s += &format!(" --config {c}");
-        }
-        return s;
-    }
-    let mut s = String::from("cargo xtask matrix");
+    let mut s = format!(
+        "cargo xtask {}",
+        if builds { "patchcheck" } else { "matrix" }
+    );
     if let Some(m) = &a.matrix {
         s += &format!(" --matrix {m}");
     }
@@ -79,7 +64,12 @@ pub fn step_reproducer(
     if let Some(kern) = &a.kernel {
         s += &format!(" --kernel {kern}");
     }
-    if k == 0 {
+    if builds {
+        if a.series_named {
+            s += &format!(" --series-name {series}");
+        }
+        s += &format!(" --patches {}", k.max(1));
+    } else if k == 0 {
         s += " --variant base";
     } else {
         if a.series_named {

@@ -169,7 +169,8 @@ impl<'a> Driver<'a> {
 
     fn announce(&self, n: usize) {
         self.ui.println(&format!(
-            "kmatrix: {n} cells, cache {}, results {}",
+            "kmatrix: {n} cell{}, cache {}, results {}",
+            if n == 1 { "" } else { "s" },
             self.ctx.cache.root.display(),
             self.run_dir.display()
         ));

@@ -329,8 +329,13 @@ pub fn start_cell<'c>(ctx: &Ctx, cell: &'c Cell, sink: &dyn Sink) -> CellRun<'c>
 }
 
 fn harness_error(cell: &Cell, ctx: &Ctx, e: &anyhow::Error) -> CellResult {
+    harness_failed(new_result(cell, ctx), e)
+}
+
+/// `r`, with what it has so far, as an infra-error cell for `e`.
+fn harness_failed(r: CellResult, e: &anyhow::Error) -> CellResult {
     failed(
-        new_result(cell, ctx),
+        r,
         Outcome::InfraError,
         Evidence::new(
             EvidenceKind::Harness,
@@ -643,16 +648,7 @@ fn prepare(
         Err(Stop::Cell(outcome, e)) => Ok(Err(failed(r, outcome, e))),
         // Still an infra-error cell, with the times and logs of the phases
         // that ran (a harness error after a ten-minute build keeps it).
-        Err(Stop::Harness(e)) => Ok(Err(failed(
-            r,
-            Outcome::InfraError,
-            Evidence::new(
-                EvidenceKind::Harness,
-                "harness error",
-                format!("{e:#}"),
-                None,
-            ),
-        ))),
+        Err(Stop::Harness(e)) => Ok(Err(harness_failed(r, &e))),
     }
 }
 
