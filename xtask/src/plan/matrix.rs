@@ -195,7 +195,8 @@ pub struct RunSettings {
     #[serde(default)]
     pub max_boots: Option<u32>,
     /// `ARCH/CONFIG` targets built but never booted: `patchcheck` builds
-    /// each at every patch and `bisect --builds ARCH` may judge them. The
+    /// each at every patch; `bisect --builds ARCH` judges ARCH on the kernel's
+    /// own configs (a build-only config such as tiny-clang not yet). The
     /// arch may be one no cell boots (i386).
     #[serde(default)]
     pub build_only: Vec<Spanned<String>>,
