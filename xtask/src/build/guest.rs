@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 
 use crate::build::cpio::Entry;
 use crate::build::kbuild::{compiler_version, make_args};
+use crate::build::perf;
 use crate::host::cache::{write_atomic, Cache, KeyBuilder};
 use crate::host::proc::{self, limit};
 use crate::kinds::{self, Recipe};
@@ -82,6 +83,8 @@ pub struct CompileJob<'a> {
     /// Kconfig symbols the kernel tree does not have: programs that need
     /// one are not built.
     pub absent: &'a [String],
+    /// make's `-j` for programs built by the tree's own Makefile (perf).
+    pub jobs: usize,
 }
 
 /// kselftest timeouts assume real hardware; emulation is slower.
@@ -270,6 +273,35 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                     compiler_output,
                 }),
             })
+        }
+        Recipe::Perf {
+            tree,
+            missing,
+            script,
+            mut key_parts,
+            default_timeout_s,
+        } => {
+            let (extra, compile_cmd, compiler_output) = match missing {
+                Some(_) => (vec![], String::new(), String::new()),
+                None => {
+                    key_parts.push(("headers".into(), job.uapi_id.to_string()));
+                    match perf::build(job.cache, &tree, job.arch, &key_parts, job.jobs)? {
+                        perf::Built::Ok { binary, cmd, said } => (vec![binary], cmd, said),
+                        perf::Built::Failed { cmd, output } => return Ok(failed((cmd, output))),
+                    }
+                }
+            };
+            Ok(CompileOutcome::Ok(Program {
+                test: name.to_string(),
+                binary: PathBuf::from("run.sh"),
+                script: Some(script),
+                extra,
+                args: vec![],
+                timeout_s: spec.timeout_s.unwrap_or(default_timeout_s),
+                last_boot,
+                compile_cmd,
+                compiler_output,
+            }))
         }
         Recipe::Programs {
             programs,

@@ -2,4 +2,5 @@
 pub mod cpio;
 pub mod guest;
 pub mod kbuild;
+pub mod perf;
 pub mod source;

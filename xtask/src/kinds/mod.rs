@@ -18,6 +18,7 @@ use crate::schema::{CaseResult, Metric};
 pub mod bench;
 mod kselftest;
 mod ktap;
+mod perf;
 pub mod programs;
 mod shell;
 
@@ -44,6 +45,16 @@ pub enum Recipe {
     Programs {
         programs: Vec<programs::ProgramRecipe>,
         includes: Vec<PathBuf>,
+        key_parts: Vec<(String, String)>,
+        default_timeout_s: u64,
+    },
+    /// The tree's `tools/perf`, built static (`build::perf`), run as cases
+    /// by a generated script; nothing is built when the tree lacks the
+    /// bench (`missing`: why), and the script skips its cases.
+    Perf {
+        tree: PathBuf,
+        missing: Option<String>,
+        script: String,
         key_parts: Vec<(String, String)>,
         default_timeout_s: u64,
     },
@@ -74,6 +85,11 @@ pub trait Kind: Sync {
     fn recipe(&self, test: &str, spec: &TestSpec, tree: &Path, repo_root: &Path) -> Result<Recipe>;
     /// The test's output (from the results channel) as cases and metrics.
     fn interpret(&self, test: &str, output: &str, decls: &dyn MetricDecls) -> Interpreted;
+    /// Whether the program comes from the cell's own tree even where the
+    /// kernel's tests come from another variant's (`selftests_from`).
+    fn own_tree(&self) -> bool {
+        false
+    }
 }
 
 pub fn of(kind: TestKind) -> &'static dyn Kind {
@@ -82,5 +98,6 @@ pub fn of(kind: TestKind) -> &'static dyn Kind {
         TestKind::Bench => &bench::Bench,
         TestKind::Shell => &shell::Shell,
         TestKind::Programs => &programs::Programs,
+        TestKind::Perf => &perf::Perf,
     }
 }

@@ -118,9 +118,41 @@ fn tail(lines: &[&str], n: usize) -> String {
     kept[kept.len().saturating_sub(n)..].join("\n")
 }
 
-pub fn parse(output: &str) -> Interpreted {
-    let mut out = Interpreted::default();
+/// How a bracketed case ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum End {
+    /// Its end marker, with the exit status (None: unreadable marker text).
+    Status(Option<i32>),
+    /// Skipped by the script, with the reason.
+    Skipped(String),
+    /// Another case started, or the output stopped, before its end.
+    Cut,
+}
+
+/// One case's run as the script bracketed it: its name, what it printed
+/// and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section<'a> {
+    pub name: String,
+    pub lines: Vec<&'a str>,
+    pub end: End,
+    /// The end marker's own text (for an unreadable one).
+    pub marker: &'a str,
+}
+
+/// The script's output, case by case, in order; and the name of a case
+/// whose output stopped before its end (the last one).
+pub fn sections(output: &str) -> (Vec<Section<'_>>, Option<String>) {
+    let mut out = Vec::new();
     let mut open: Option<(String, Vec<&str>)> = None;
+    fn cut((name, lines): (String, Vec<&str>)) -> Section<'_> {
+        Section {
+            name,
+            lines,
+            end: End::Cut,
+            marker: "",
+        }
+    }
     for line in output.lines() {
         let Some(rest) = line.trim_start().strip_prefix(MARK) else {
             if let Some((_, lines)) = open.as_mut() {
@@ -136,65 +168,80 @@ pub fn parse(output: &str) -> Interpreted {
         );
         match what {
             "start" => {
-                if let Some((n, lines)) = open.take() {
-                    out.cases.push(cut(n, &lines));
-                }
+                out.extend(open.take().map(cut));
                 open = Some((name, vec![]));
             }
             "end" => {
                 let lines = match open.take() {
                     Some((n, lines)) if n == name => lines,
                     other => {
-                        if let Some((n, lines)) = other {
-                            out.cases.push(cut(n, &lines));
-                        }
+                        out.extend(other.map(cut));
                         vec![]
                     }
                 };
-                let rc: Option<i32> = more
+                let rc = more
                     .split_whitespace()
                     .find_map(|w| w.strip_prefix("rc="))
                     .and_then(|v| v.parse().ok());
-                let (outcome, reason) = match rc {
-                    Some(0) => (Outcome::Pass, None),
-                    Some(KSFT_SKIP) => (Outcome::Skip, Some(tail(&lines, 3))),
-                    Some(rc) => (
-                        Outcome::Fail,
-                        Some(format!("exit status {rc}\n{}", tail(&lines, 8))),
-                    ),
-                    None => (
-                        Outcome::Fail,
-                        Some(format!("unreadable end marker: {rest}")),
-                    ),
-                };
-                out.cases.push(CaseResult {
+                out.push(Section {
                     name,
-                    outcome,
-                    reason,
+                    lines,
+                    end: End::Status(rc),
+                    marker: rest,
                 });
             }
-            "skip" => out.cases.push(CaseResult {
+            "skip" => out.push(Section {
                 name,
-                outcome: Outcome::Skip,
-                reason: Some(more.to_string()),
+                lines: vec![],
+                end: End::Skipped(more.to_string()),
+                marker: rest,
             }),
             _ => {}
         }
     }
-    if let Some((n, lines)) = open.take() {
-        out.incomplete = Some(format!(
-            "case {n} never ended (killed by the test's timeout, or the guest died)"
-        ));
-        out.cases.push(cut(n, &lines));
-    }
-    out
+    let never_ended = open.as_ref().map(|(n, _)| n.clone());
+    out.extend(open.map(cut));
+    (out, never_ended)
 }
 
-fn cut(name: String, lines: &[&str]) -> CaseResult {
+/// A section as a case: passed by exit status 0, skipped by status 4 or
+/// by the script, failed otherwise with the last lines it printed.
+pub fn case_of(s: &Section) -> CaseResult {
+    let (outcome, reason) = match &s.end {
+        End::Status(Some(0)) => (Outcome::Pass, None),
+        End::Status(Some(KSFT_SKIP)) => (Outcome::Skip, Some(tail(&s.lines, 3))),
+        End::Status(Some(rc)) => (
+            Outcome::Fail,
+            Some(format!("exit status {rc}\n{}", tail(&s.lines, 8))),
+        ),
+        End::Status(None) => (
+            Outcome::Fail,
+            Some(format!("unreadable end marker: {}", s.marker)),
+        ),
+        End::Skipped(why) => (Outcome::Skip, Some(why.clone())),
+        End::Cut => (
+            Outcome::Fail,
+            Some(format!("cut off before its end\n{}", tail(&s.lines, 8))),
+        ),
+    };
     CaseResult {
-        name,
-        outcome: Outcome::Fail,
-        reason: Some(format!("cut off before its end\n{}", tail(lines, 8))),
+        name: s.name.clone(),
+        outcome,
+        reason,
+    }
+}
+
+/// The message for a case whose output stopped before its end.
+pub fn never_ended(name: &str) -> String {
+    format!("case {name} never ended (killed by the test's timeout, or the guest died)")
+}
+
+pub fn parse(output: &str) -> Interpreted {
+    let (sections, open) = sections(output);
+    Interpreted {
+        cases: sections.iter().map(case_of).collect(),
+        incomplete: open.as_deref().map(never_ended),
+        ..Default::default()
     }
 }
 

@@ -490,6 +490,7 @@ fn compile_selftest(
         tree: &tree,
         uapi_id: &uapi,
         absent: &[],
+        jobs: std::thread::available_parallelism().map_or(2, |n| n.get()) + 1,
     };
     Ok(match guest::compile(&job, name, spec)? {
         guest::CompileOutcome::Ok(p) => (true, p.compiler_output),

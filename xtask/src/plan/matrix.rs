@@ -424,6 +424,10 @@ pub enum TestKind {
     /// cases (each invocation one case, passed by its exit status): for
     /// selftests that print no TAP (rseq).
     Programs,
+    /// `perf bench` from the cell's own tree: its `tools/perf` built
+    /// static for the guest arch, each case one `perf` command line, run
+    /// `rounds` times in turn; each case's usecs/op is its metric.
+    Perf,
 }
 
 /// `kind = "programs"`: one program of the test.
@@ -496,6 +500,10 @@ pub struct TestSpec {
     pub programs: Vec<ProgramSpec>,
     #[serde(default)]
     pub cases: Vec<CaseSpec>,
+    /// kind = "perf": how many times each case runs in a boot, in turn
+    /// (one sample a run); default 5.
+    #[serde(default)]
+    pub rounds: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
@@ -640,6 +648,8 @@ pub const TEST_TIMEOUT_S: RangeInclusive<u64> = 1..=86_400;
 /// Boots of a cell: run.boots, run.max_boots, `[test] boots`, and the
 /// `--boots`/`--max-boots` flags of every command.
 pub const BOOTS: RangeInclusive<u32> = 1..=50;
+/// `[test.*] rounds` (kind = "perf").
+pub const ROUNDS: RangeInclusive<u32> = 1..=100;
 /// `[metric] min_effect_pct`, a change in percent.
 pub const MIN_EFFECT_PCT: RangeInclusive<f64> = 0.0..=1000.0;
 
@@ -1222,6 +1232,9 @@ impl Matrix {
                 {
                     Some("kind = \"programs\" needs `dir`, `programs` and `cases`")
                 }
+                TestKind::Perf if t.dir.is_none() || t.sources.is_empty() || t.cases.is_empty() => {
+                    Some("kind = \"perf\" needs `dir` (tools/perf), `sources` (the files its benches are in) and `cases`")
+                }
                 _ => None,
             };
             if let Some(msg) = missing {
@@ -1236,6 +1249,22 @@ impl Matrix {
                     b,
                     &BOOTS,
                     " (the first N boots of a cell; a test that never runs is left out of the tests)",
+                )?;
+            }
+            if let Some(r) = t.rounds {
+                if t.kind != TestKind::Perf {
+                    return Err(at.err_key(
+                        keys!["test", name, "rounds"],
+                        format!("[test.{name}] rounds: only kind = \"perf\" has rounds"),
+                    ));
+                }
+                in_range(
+                    at,
+                    keys!["test", name, "rounds"],
+                    &format!("[test.{name}] rounds"),
+                    r,
+                    &ROUNDS,
+                    " (runs of each case in a boot)",
                 )?;
             }
             if let Some(s) = t.timeout_s {
@@ -2552,8 +2581,8 @@ reason = "r"
                 "run.arches lists `x86_64` twice (each cell would run twice)",
             ),
             (
-                "\"seccomp_bpf\", \"seccomp_notify\",\n",
-                "\"seccomp_bpf\", \"seccomp_notify\", \"seccomp_bpf\",\n",
+                "\"seccomp_bpf\", \"seccomp_notify\", \"perf_bench\",\n",
+                "\"seccomp_bpf\", \"seccomp_notify\", \"perf_bench\", \"seccomp_bpf\",\n",
                 "\"seccomp_bpf\",\n",
                 "run.tests lists `seccomp_bpf` twice",
             ),

@@ -32,6 +32,7 @@ use crate::build::kbuild::{self, BuildOutcome, ConfigOutcome, ConfigRequest};
 use crate::build::source::{self, Base, Series, Trees};
 use crate::host::cache::Cache;
 use crate::host::events::{CellEvents, Phase, Sink};
+use crate::kinds;
 use crate::plan::arch::Accel;
 use crate::plan::matrix::{Cell, Matrix, TestKind};
 use crate::schema::*;
@@ -1036,23 +1037,32 @@ fn programs_phase(
     needs: &Needs,
     r: &mut CellResult,
 ) -> Phased<Vec<Program>> {
-    let test_tree = src.trees.checkout_work(&src.test_commit)?.to_path_buf();
-    let uapi_id = source::uapi_id(&src.trees.repo, &src.test_commit, cell.arch.name())?;
-    let job = guest::CompileJob {
-        cache: ctx.cache,
-        repo_root: &ctx.repo_root,
-        arch: cell.arch,
-        tree: &test_tree,
-        uapi_id: &uapi_id,
-        absent: &needs.absent,
-    };
     let mut programs: Vec<Program> = Vec::new();
     for tname in cell
         .tests
         .iter()
         .filter(|t| !needs.skipped.iter().any(|s| &s.name == *t))
     {
-        match guest::compile(&job, tname, &ctx.matrix.test[tname])? {
+        let spec = &ctx.matrix.test[tname];
+        // The one work tree is switched to the commit each test is built
+        // from; a switch between variants moves only what the series does.
+        let commit = if kinds::of(spec.kind).own_tree() {
+            &src.commit
+        } else {
+            &src.test_commit
+        };
+        let tree = src.trees.checkout_work(commit)?.to_path_buf();
+        let uapi_id = source::uapi_id(&src.trees.repo, commit, cell.arch.name())?;
+        let job = guest::CompileJob {
+            cache: ctx.cache,
+            repo_root: &ctx.repo_root,
+            arch: cell.arch,
+            tree: &tree,
+            uapi_id: &uapi_id,
+            absent: &needs.absent,
+            jobs: ctx.jobs,
+        };
+        match guest::compile(&job, tname, spec)? {
             CompileOutcome::Ok(prog) => {
                 if !prog.compile_cmd.is_empty() {
                     r.reproduce.guest.push(prog.compile_cmd.clone());
