@@ -388,9 +388,14 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                                 .iter()
                                 .filter(|f| f.ends_with(".c") || f.ends_with(".h"))
                             {
-                                let was = parse::compiler_warnings(&before.1, f);
+                                // perf's make prints paths from tools/perf.
+                                let dir = match spec.kind {
+                                    TestKind::Perf => spec.dir.as_deref().unwrap_or(""),
+                                    _ => "",
+                                };
+                                let was = parse::compiler_warnings_in(&before.1, f, dir);
                                 sb.new_warnings.extend(
-                                    parse::compiler_warnings(&after.1, f)
+                                    parse::compiler_warnings_in(&after.1, f, dir)
                                         .difference(&was)
                                         .cloned(),
                                 );
@@ -453,12 +458,17 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
     Ok(check)
 }
 
-/// The matrix's compiled tests (`kselftest`, `programs`) whose directory
-/// holds one of `files`.
+/// The matrix's compiled tests (`kselftest`, `programs`, `perf`) whose
+/// directory holds one of `files`.
 fn touched_tests(m: &Matrix, files: &[String]) -> Vec<String> {
     m.test
         .iter()
-        .filter(|(_, t)| matches!(t.kind, TestKind::Kselftest | TestKind::Programs))
+        .filter(|(_, t)| {
+            matches!(
+                t.kind,
+                TestKind::Kselftest | TestKind::Programs | TestKind::Perf
+            )
+        })
         .filter(|(_, t)| {
             t.dir.as_ref().is_some_and(|d| {
                 let d = format!("{}/", d.trim_end_matches('/'));

@@ -60,11 +60,21 @@ pub fn counts_at(findings: &[Finding], level: &str) -> usize {
 /// GCC/clang warnings about `file` (a path relative to the tree; the
 /// compiler may print it with any prefix), as `FILE: warning: MESSAGE`.
 pub fn compiler_warnings(output: &str, file: &str) -> BTreeSet<String> {
+    compiler_warnings_in(output, file, "")
+}
+
+/// The same for a make run in the tree's directory `dir` (perf's own
+/// Makefile prints `bench/x.c` for `tools/perf/bench/x.c`).
+pub fn compiler_warnings_in(output: &str, file: &str, dir: &str) -> BTreeSet<String> {
     let re = Regex::new(r"^(\S+?):\d+:\d+: warning: (.*)$").unwrap();
+    let printed = file
+        .strip_prefix(&format!("{}/", dir.trim_end_matches('/')))
+        .filter(|_| !dir.is_empty())
+        .unwrap_or(file);
     output
         .lines()
         .filter_map(|l| re.captures(l.trim_end()))
-        .filter(|c| &c[1] == file || c[1].ends_with(&format!("/{file}")))
+        .filter(|c| &c[1] == printed || c[1].ends_with(&format!("/{printed}")))
         .map(|c| format!("{file}: warning: {}", ascii_quotes(c[2].trim())))
         .collect()
 }
@@ -144,6 +154,30 @@ mod tests {
             "the kernel-doc lines W=1 also prints (no column) are not the compiler's"
         );
         assert!(compiler_warnings(&fixture("gcc-unused-variable.txt"), "kernel/fork.c").is_empty());
+    }
+
+    /// perf's own make output (a real static build of 6.1 with the
+    /// seccomp series, x86_64): it prints paths from tools/perf, and the
+    /// series' new bench warns three times.
+    #[test]
+    fn perf_warnings_are_matched_from_its_own_directory() {
+        let out = fixture("perf-make-6.1-series-x86_64.txt");
+        let f = "tools/perf/bench/sched-seccomp-notify.c";
+        let w: Vec<String> = compiler_warnings_in(&out, f, "tools/perf")
+            .into_iter()
+            .collect();
+        assert_eq!(
+            w,
+            [
+                "tools/perf/bench/sched-seccomp-notify.c: warning: unused parameter 'listener' [-Wunused-parameter]",
+                "tools/perf/bench/sched-seccomp-notify.c: warning: unused variable 'status' [-Wunused-variable]",
+                "tools/perf/bench/sched-seccomp-notify.c: warning: variable 'resp' set but not used [-Wunused-but-set-variable]",
+            ]
+        );
+        // From the tree's top, the printed path does not name the file.
+        assert!(compiler_warnings(&out, f).is_empty());
+        // The linker's warnings about dlopen are not about the file.
+        assert!(compiler_warnings_in(&out, "tools/perf/util/dlfilter.c", "tools/perf").is_empty());
     }
 
     #[test]

@@ -690,7 +690,7 @@ fn phases(
     ev.phase(Phase::Rootfs, "guest programs + initramfs");
     let busybox = crate::host::setup::busybox(cell.arch, ctx.cache)?;
     let choice = accel_phase(ctx, cell, ev, dir, &built.image, &busybox)?;
-    let programs = programs_phase(ctx, cell, &src, &needs, r)?;
+    let programs = programs_phase(ctx, cell, ev, &src, &needs, r)?;
     let initrd = dir.join("initramfs.cpio.gz");
     std::fs::write(
         &initrd,
@@ -1033,6 +1033,7 @@ fn accel_phase(
 fn programs_phase(
     ctx: &Ctx,
     cell: &Cell,
+    ev: &CellEvents,
     src: &Source,
     needs: &Needs,
     r: &mut CellResult,
@@ -1062,6 +1063,13 @@ fn programs_phase(
             absent: &needs.absent,
             jobs: ctx.jobs,
         };
+        if spec.kind == TestKind::Perf {
+            // Minutes on a small host the first time, then cached.
+            ev.detail(&format!(
+                "test {tname}: the tree's tools/perf, static, for {} (once per tools/ tree)",
+                cell.arch
+            ));
+        }
         match guest::compile(&job, tname, spec)? {
             CompileOutcome::Ok(prog) => {
                 if !prog.compile_cmd.is_empty() {
