@@ -318,7 +318,7 @@ fn arm64_base_fails_only_the_sync_case_as_expected() {
     // each case is a skip that names the missing file (as matrix.toml
     // expects, so the cell is still as expected).
     let t = test(cell, "perf_bench");
-    assert_eq!(t["outcome"], "skip", "{t}");
+    assert_eq!(case_outcomes(t).len(), 2, "{t}");
     for (name, outcome) in case_outcomes(t) {
         assert_eq!(outcome, "skip", "{name}");
     }
