@@ -821,6 +821,44 @@ fn non_fatal_bug_splat_fails_the_test_not_the_kernel() {
     }
 }
 
+/// A perf that does not build fails its test, with make's words and the
+/// command; it does not stop the cell: the kernel boots and the other
+/// tests run.
+#[test]
+fn a_perf_that_does_not_build_fails_its_test_not_the_cell() {
+    let r = faults(
+        "brokenperf",
+        &[
+            "--cell",
+            "6.1/seccomp-sync-wakeup/x86_64/tiny",
+            "--test",
+            "brokenperf",
+            "--test",
+            "after",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let c = cell(&r);
+    assert_eq!(c["outcome"], "fail", "{c}");
+    let t = test(c, "brokenperf");
+    assert_eq!(t["outcome"], "fail", "{t}");
+    let why = t["reason"].as_str().unwrap();
+    assert!(why.contains("tools/perf did not build"), "{why}");
+    assert!(
+        why.contains("tools/perf/bench O="),
+        "the make command: {why}"
+    );
+    assert!(why.contains("make"), "{why}");
+    assert_eq!(test(c, "after")["outcome"], "pass", "{c}");
+    assert!(
+        r.stderr
+            .contains("brokenperf: its tools/perf did not build"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Every host step has a bound. Scaled down to almost nothing, the first
 /// bounded step of a cell that is not cached runs out: the cell is an
 /// infra-error (or build-error) naming the step, not a hang.

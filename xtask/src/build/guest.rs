@@ -275,7 +275,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
             })
         }
         Recipe::Perf {
-            tree,
+            dir,
             missing,
             script,
             mut key_parts,
@@ -285,7 +285,7 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                 Some(_) => (vec![], String::new(), String::new()),
                 None => {
                     key_parts.push(("headers".into(), job.uapi_id.to_string()));
-                    match perf::build(job.cache, &tree, job.arch, &key_parts, job.jobs)? {
+                    match perf::build(job.cache, &dir, job.arch, &key_parts, job.jobs)? {
                         perf::Built::Ok { binary, cmd, said } => (vec![binary], cmd, said),
                         perf::Built::Failed { cmd, output } => return Ok(failed((cmd, output))),
                     }

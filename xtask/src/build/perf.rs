@@ -91,12 +91,12 @@ pub fn make_command(tools_perf: &Path, out: &Path, arch: Arch, jobs: usize) -> V
     v
 }
 
-/// Builds (or finds in the cache) the static perf of `tree` for `arch`.
-/// `key_parts`: what identifies the inputs (the tree's `tools/` id, the
-/// exported headers' id).
+/// Builds (or finds in the cache) the static perf of `tools_perf` (a
+/// tree's `tools/perf`) for `arch`. `key_parts`: what identifies the
+/// inputs (the tree's `tools/` id, the exported headers' id).
 pub fn build(
     cache: &Cache,
-    tree: &Path,
+    tools_perf: &Path,
     arch: Arch,
     key_parts: &[(String, String)],
     jobs: usize,
@@ -112,7 +112,7 @@ pub fn build(
     let binary = dir.join("perf");
     let said = dir.join("perf.make-output");
     let out = dir.join("build");
-    let cmd = make_command(&tree.join("tools/perf"), &out, arch, jobs);
+    let cmd = make_command(tools_perf, &out, arch, jobs);
     let shown = cmd.join(" ");
     if binary.exists() {
         if let Ok(text) = std::fs::read_to_string(&said) {

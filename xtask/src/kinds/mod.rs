@@ -52,7 +52,8 @@ pub enum Recipe {
     /// by a generated script; nothing is built when the tree lacks the
     /// bench (`missing`: why), and the script skips its cases.
     Perf {
-        tree: PathBuf,
+        /// The tree's perf directory (`tools/perf`), built with its Makefile.
+        dir: PathBuf,
         missing: Option<String>,
         script: String,
         key_parts: Vec<(String, String)>,

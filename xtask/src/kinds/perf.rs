@@ -7,7 +7,7 @@
 //! A tree without the files in `sources` (the bench is not there) skips
 //! every case with that reason.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 
@@ -59,10 +59,13 @@ impl Kind for Perf {
         };
         let key_parts = match missing {
             Some(_) => vec![],
-            None => vec![("tools".into(), subtree_id(tree, "tools")?)],
+            None => vec![
+                ("dir".into(), dir.to_string()),
+                ("tools".into(), subtree_id(tree, "tools")?),
+            ],
         };
         Ok(Recipe::Perf {
-            tree: PathBuf::from(tree),
+            dir: tree.join(dir),
             missing,
             script,
             key_parts,

@@ -461,9 +461,15 @@ impl CellRun<'_> {
                     )
                 });
                 r.boots = records;
-                // Tests whose Kconfig symbol this kernel lacks never ran:
-                // added once, after the boots (merge_boot never sees them).
-                r.tests.extend(prep.skipped);
+                // Tests settled before the boots never ran: added once,
+                // after them (merge_boot never sees them). A failed one (a
+                // perf that did not build) fails a cell that passed.
+                if r.outcome == Outcome::Pass
+                    && prep.settled.iter().any(|t| t.outcome == Outcome::Fail)
+                {
+                    r.outcome = Outcome::Fail;
+                }
+                r.tests.extend(prep.settled);
                 r
             }
         };
@@ -479,7 +485,7 @@ impl CellRun<'_> {
             return None;
         };
         let mut r = b.merged.clone()?;
-        r.tests.extend(b.prep.skipped.iter().cloned());
+        r.tests.extend(b.prep.settled.iter().cloned());
         check_expected(ctx, self.cell, &mut r);
         Some((r.as_expected, r.mismatches))
     }
@@ -572,8 +578,9 @@ struct Prepared {
     choice: Choice,
     programs: Vec<Program>,
     busybox: PathBuf,
-    /// Tests not run at all (their Kconfig symbol is absent), as results.
-    skipped: Vec<TestResult>,
+    /// Tests settled before any boot, as results: skipped (their Kconfig
+    /// symbol is absent) or failed (a `perf` that did not build).
+    settled: Vec<TestResult>,
 }
 
 /// Why a phase of `prepare` stopped: a failure of the cell (its outcome
@@ -628,10 +635,11 @@ impl Source {
 }
 
 /// What the tests are about (`needs`): the symbols this kernel lacks and
-/// the tests skipped for it.
+/// the tests settled before any boot (skipped for a missing symbol; the
+/// programs phase adds a `perf` test whose perf did not build).
 struct Needs {
     absent: Vec<String>,
-    skipped: Vec<TestResult>,
+    settled: Vec<TestResult>,
 }
 
 /// Source, config, needs, build, accelerator, guest programs, initramfs:
@@ -666,7 +674,7 @@ fn phases(
 
     let t = Instant::now();
     let config = config_phase(ctx, cell, ev, dir, &src, r)?;
-    let needs = needs_phase(ctx, cell, ev, &src, &config)?;
+    let mut needs = needs_phase(ctx, cell, ev, &src, &config)?;
     r.timings.config_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
@@ -690,7 +698,7 @@ fn phases(
     ev.phase(Phase::Rootfs, "guest programs + initramfs");
     let busybox = crate::host::setup::busybox(cell.arch, ctx.cache)?;
     let choice = accel_phase(ctx, cell, ev, dir, &built.image, &busybox)?;
-    let programs = programs_phase(ctx, cell, ev, &src, &needs, r)?;
+    let programs = programs_phase(ctx, cell, ev, &src, &mut needs, r)?;
     let initrd = dir.join("initramfs.cpio.gz");
     std::fs::write(
         &initrd,
@@ -709,7 +717,7 @@ fn phases(
         choice,
         programs,
         busybox,
-        skipped: needs.skipped,
+        settled: needs.settled,
     })
 }
 
@@ -881,7 +889,7 @@ fn needs_phase(
     let final_config = std::fs::read_to_string(config).unwrap_or_default();
     let mut needs = Needs {
         absent: Vec::new(),
-        skipped: Vec::new(),
+        settled: Vec::new(),
     };
     for tname in &cell.tests {
         let spec = &ctx.matrix.test[tname];
@@ -921,7 +929,7 @@ fn needs_phase(
         }
         if let Some(sym) = spec.needs.iter().find(|s| needs.absent.contains(s)) {
             ev.note(&format!("test {tname}: skipped, no {sym} in this kernel"));
-            needs.skipped.push(TestResult {
+            needs.settled.push(TestResult {
                 name: tname.clone(),
                 outcome: Outcome::Skip,
                 reason: Some(format!("no {sym} in this kernel ({})", cell.kernel)),
@@ -1035,15 +1043,16 @@ fn programs_phase(
     cell: &Cell,
     ev: &CellEvents,
     src: &Source,
-    needs: &Needs,
+    needs: &mut Needs,
     r: &mut CellResult,
 ) -> Phased<Vec<Program>> {
     let mut programs: Vec<Program> = Vec::new();
-    for tname in cell
+    let tests: Vec<&String> = cell
         .tests
         .iter()
-        .filter(|t| !needs.skipped.iter().any(|s| &s.name == *t))
-    {
+        .filter(|t| !needs.settled.iter().any(|s| &s.name == *t))
+        .collect();
+    for tname in tests {
         let spec = &ctx.matrix.test[tname];
         // The one work tree is switched to the commit each test is built
         // from; a switch between variants moves only what the series does.
@@ -1082,6 +1091,22 @@ fn programs_phase(
                     "$ {cmd}\n{}",
                     kbuild::first_errors(&stderr.lines().map(str::to_string).collect::<Vec<_>>())
                 );
+                // A perf that does not build (a newer compiler, a host
+                // without a library) fails its test; the kernel and the
+                // other tests are still worth booting.
+                if spec.kind == TestKind::Perf {
+                    ev.note(&format!("test {test}: its tools/perf did not build"));
+                    r.reproduce.guest.push(cmd.clone());
+                    needs.settled.push(TestResult {
+                        name: test.clone(),
+                        outcome: Outcome::Fail,
+                        reason: Some(format!("the tree's tools/perf did not build:\n{excerpt}")),
+                        duration_s: None,
+                        cases: vec![],
+                        failed_by_cases: false,
+                    });
+                    continue;
+                }
                 return stop(
                     Outcome::BuildError,
                     Evidence::new(
