@@ -276,14 +276,13 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
         }
         Recipe::Perf {
             dir,
-            missing,
             script,
             mut key_parts,
             default_timeout_s,
         } => {
-            let (extra, compile_cmd, compiler_output) = match missing {
-                Some(_) => (vec![], String::new(), String::new()),
-                None => {
+            let (extra, compile_cmd, compiler_output) = match dir {
+                None => (vec![], String::new(), String::new()),
+                Some(dir) => {
                     key_parts.push(("headers".into(), job.uapi_id.to_string()));
                     match perf::build(job.cache, &dir, job.arch, &key_parts, job.jobs)? {
                         perf::Built::Ok { binary, cmd, said } => (vec![binary], cmd, said),

@@ -49,12 +49,12 @@ pub enum Recipe {
         default_timeout_s: u64,
     },
     /// The tree's `tools/perf`, built static (`build::perf`), run as cases
-    /// by a generated script; nothing is built when the tree lacks the
-    /// bench (`missing`: why), and the script skips its cases.
+    /// by a generated script.
     Perf {
-        /// The tree's perf directory (`tools/perf`), built with its Makefile.
-        dir: PathBuf,
-        missing: Option<String>,
+        /// The tree's perf directory (`tools/perf`), built with its
+        /// Makefile; None when the tree lacks the bench: nothing is built,
+        /// and the script skips its cases saying why.
+        dir: Option<PathBuf>,
         script: String,
         key_parts: Vec<(String, String)>,
         default_timeout_s: u64,

@@ -65,8 +65,7 @@ impl Kind for Perf {
             ],
         };
         Ok(Recipe::Perf {
-            dir: tree.join(dir),
-            missing,
+            dir: missing.is_none().then(|| tree.join(dir)),
             script,
             key_parts,
             default_timeout_s: 120,
