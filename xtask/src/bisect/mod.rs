@@ -344,7 +344,7 @@ impl Bisection {
         variants::prefixes(&mut m, &kernel, &series, patches.len());
         let pred = (q.pred)(&m)?;
         let arch = variants::pick_one("arch", q.arch, pred.arches(&m))?;
-        let config = variants::pick_one("config", q.config, m.kernel_configs(&kernel))?;
+        let config = pred.pick_config(&m, &arch, q.config, m.kernel_configs(&kernel))?;
         let tests = pred.tests().unwrap_or_else(|| m.config_tests(&config));
         let plan = StepPlan {
             boots: first_boots(q.boots, &pred, &m),

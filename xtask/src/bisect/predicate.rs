@@ -59,6 +59,28 @@ impl Predicate {
         }
     }
 
+    /// The config a step is built with: `given` among `configs`, or, for a
+    /// build predicate, also a run.build_only config of `arch` (such as
+    /// arm64/tiny-clang). A build-only config is taken only when named: the
+    /// default is the one of `configs`.
+    pub fn pick_config(
+        &self,
+        m: &crate::plan::matrix::Matrix,
+        arch: &str,
+        given: Option<&str>,
+        configs: Vec<String>,
+    ) -> anyhow::Result<String> {
+        let mut known = configs;
+        if let (Predicate::Builds { .. }, Some(_)) = (self, given) {
+            for (a, c) in m.build_only() {
+                if a.name() == arch && !known.contains(&c) {
+                    known.push(c);
+                }
+            }
+        }
+        crate::plan::variants::pick_one("config", given, known)
+    }
+
     /// The tests a step must run to be judged (None: all of the matrix's).
     pub fn tests(&self) -> Option<Vec<String>> {
         match self {
@@ -468,6 +490,41 @@ mod tests {
         assert!(matches!(j(&broken), Verdict::Skip(ref s) if s.starts_with("apply-error")));
         assert_eq!(p.tests(), Some(vec![]));
         assert!(!p.needs_base());
+    }
+
+    /// `--builds arm64 --config tiny-clang` takes the default matrix's
+    /// build-only config; it is never the default, and another arch's
+    /// build-only config or a test predicate does not get it.
+    #[test]
+    fn a_build_step_may_name_a_build_only_config_of_its_arch() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let m = crate::plan::matrix::Matrix::parse("matrix.toml", &text).unwrap();
+        let configs = || vec!["tiny".to_string()];
+        let arm = Predicate::Builds {
+            arch: "arm64".into(),
+        };
+        let pick = |p: &Predicate, arch: &str, given: Option<&str>| {
+            p.pick_config(&m, arch, given, configs())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            pick(&arm, "arm64", Some("tiny-clang")),
+            Ok("tiny-clang".into())
+        );
+        assert_eq!(pick(&arm, "arm64", None), Ok("tiny".into()));
+        let i386 = Predicate::Builds {
+            arch: "i386".into(),
+        };
+        let e = pick(&i386, "i386", Some("tiny-clang")).unwrap_err();
+        assert!(e.contains("tiny-clang"), "{e}");
+        let e = pick(
+            &case_pred("global.user_notification_sync"),
+            "arm64",
+            Some("tiny-clang"),
+        )
+        .unwrap_err();
+        assert!(e.contains("tiny-clang"), "{e}");
     }
 
     #[test]

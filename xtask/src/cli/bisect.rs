@@ -348,8 +348,8 @@ impl StepOpts {
     pub fn validate(&self, m: &Matrix, configs: Vec<String>, pred: &PredicateArgs) -> Result<()> {
         // The predicate first: `--builds ARCH` names the arch.
         let p = pred.predicate(m)?;
-        variants::pick_one("arch", pred.arch(self.arch.as_deref())?, p.arches(m))?;
-        variants::pick_one("config", self.config.as_deref(), configs)?;
+        let arch = variants::pick_one("arch", pred.arch(self.arch.as_deref())?, p.arches(m))?;
+        p.pick_config(m, &arch, self.config.as_deref(), configs)?;
         let first = bisect::first_boots(self.boots, &p, m);
         if let Some(mb) = self.max_boots.filter(|mb| *mb < first) {
             bail!(

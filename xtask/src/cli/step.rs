@@ -62,8 +62,9 @@ impl StepCmd {
             a.pred.arch(a.opts.arch.as_deref())?,
             pred.arches(&template),
         )?;
-        let config = variants::pick_one(
-            "config",
+        let config = pred.pick_config(
+            &template,
+            &arch,
             a.opts.config.as_deref(),
             strings(&template.run.configs),
         )?;
