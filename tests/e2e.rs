@@ -642,3 +642,89 @@ fn too_noisy_comparisons_get_alternating_boots_their_tests_run_in() {
         assert_eq!(c["p_test"], "paired-boot-medians", "{c}");
     }
 }
+
+/// Correctness boots run side by side where the host's CPUs hold the
+/// guests: with 1-vCPU guests (run.smp = 1) on a host of 2 CPUs or more,
+/// the two 6.1 x86_64 cells' boots of membarrier_single (no benchmark)
+/// run at the same time by default, each pinned to a CPU of its own, and
+/// results.json names the cell that booted beside each. On a 1-CPU host
+/// the default is one at a time: `--jobs 2` asks for two anyway.
+#[test]
+fn correctness_boots_of_one_vcpu_guests_run_side_by_side() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(root.join("matrix.toml")).unwrap();
+    assert!(
+        text.contains("\nsmp = 2\n"),
+        "matrix.toml's run.smp changed"
+    );
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let matrix = tmp.join("matrix-1-vcpu.toml");
+    std::fs::write(&matrix, text.replace("\nsmp = 2\n", "\nsmp = 1\n")).unwrap();
+    let out = out_dir("e2e-side-by-side");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs: &[&str] = if cpus >= 2 { &[] } else { &["--jobs", "2"] };
+    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["matrix", "--matrix"])
+        .arg(&matrix)
+        .args([
+            "--kernel",
+            "6.1",
+            "--arch",
+            "x86_64",
+            "--test",
+            "membarrier_single",
+        ])
+        .args(jobs)
+        .arg("--out")
+        .arg(&out)
+        .current_dir(root)
+        .output()
+        .expect("running xtask");
+    let said =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let base = "6.1/base/x86_64/tiny";
+    let series = "6.1/seccomp-sync-wakeup/x86_64/tiny";
+    let boot = |id: &str| -> Value {
+        let c = run["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no cell {id}: {said}"));
+        assert_eq!(c["outcome"], "pass", "{c}");
+        assert_eq!(test(c, "membarrier_single")["outcome"], "pass", "{c}");
+        let boots = c["boots"].as_array().unwrap();
+        assert_eq!(boots.len(), 1, "{c}");
+        boots[0].clone()
+    };
+    let (a, b) = (boot(base), boot(series));
+    assert_eq!(a["beside"], serde_json::json!([series]), "{a}");
+    assert_eq!(b["beside"], serde_json::json!([base]), "{b}");
+    if cpus >= 2 {
+        assert_eq!(
+            (a["pinned_vcpus"].as_u64(), b["pinned_vcpus"].as_u64()),
+            (Some(1), Some(1))
+        );
+    }
+    // Their times overlap: each started before the other ended
+    // (`started` is to the second).
+    let secs = |b: &Value| -> (f64, f64) {
+        let s = b["started"].as_str().unwrap();
+        let hms = &s[s.len() - 6..];
+        let t: f64 = (0..3)
+            .map(|i| hms[2 * i..2 * i + 2].parse::<f64>().unwrap() * [3600.0, 60.0, 1.0][i])
+            .sum();
+        (t, t + b["duration_s"].as_f64().unwrap())
+    };
+    let ((s1, e1), (s2, e2)) = (secs(&a), secs(&b));
+    assert!(s2 < e1 + 1.0 && s1 < e2 + 1.0, "{a} {b}");
+    assert!(
+        e1 - s1 > 5.0 && e2 - s2 > 5.0,
+        "a boot takes seconds: {a} {b}"
+    );
+    assert!((s1 - s2).abs() <= 1.0, "they started together: {a} {b}");
+}

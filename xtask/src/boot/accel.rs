@@ -15,9 +15,9 @@
 //!   guest's first report is booted again under TCG (runner), and `give_up`
 //!   makes the rest of the run, and later runs this host boot, use TCG.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::boot::qemu::{self, Guest};
@@ -52,7 +52,7 @@ pub fn resolve(bin: &str) -> Option<PathBuf> {
 /// `give_up` (QEMU died under KVM in a cell).
 pub struct Chooser {
     scratch: PathBuf,
-    decided: RefCell<HashMap<Arch, Choice>>,
+    decided: Mutex<HashMap<Arch, Choice>>,
     /// The accelerator the user forced (`KMATRIX_ACCEL`): no probe, no memo.
     forced: Option<Accel>,
     /// The KVM device to check (`/dev/kvm`; fault tests point elsewhere).
@@ -71,7 +71,7 @@ impl Chooser {
     ) -> Chooser {
         Chooser {
             scratch,
-            decided: RefCell::new(HashMap::new()),
+            decided: Mutex::new(HashMap::new()),
             forced,
             kvm_device,
             launch,
@@ -116,11 +116,11 @@ impl Chooser {
         arch: Arch,
         probe_guest: impl FnOnce() -> anyhow::Result<Guest>,
     ) -> Choice {
-        if let Some(c) = self.decided.borrow().get(&arch) {
+        if let Some(c) = self.decided.lock().unwrap().get(&arch) {
             return c.clone();
         }
         let c = self.decide(arch, probe_guest);
-        self.decided.borrow_mut().insert(arch, c.clone());
+        self.decided.lock().unwrap().insert(arch, c.clone());
         c
     }
 
@@ -164,7 +164,7 @@ impl Chooser {
 
     /// The decision for `arch` so far, if any (no probe).
     pub fn current(&self, arch: Arch) -> Option<Choice> {
-        self.decided.borrow().get(&arch).cloned()
+        self.decided.lock().unwrap().get(&arch).cloned()
     }
 
     /// QEMU died under KVM in a cell: TCG for this arch from now on, in this
@@ -174,7 +174,7 @@ impl Chooser {
             accel: TCG,
             why: format!("KVM given up: {why}"),
         };
-        self.decided.borrow_mut().insert(arch, c.clone());
+        self.decided.lock().unwrap().insert(arch, c.clone());
         if self.forced.is_none() {
             self.remember(&self.memo(arch, &qemu::binary(arch, &self.launch)), &c);
         }

@@ -51,6 +51,9 @@ pub struct Launch {
     pub console_cap: u64,
     /// Where QEMU's binaries are (`KMATRIX_QEMU_DIR`); None: PATH.
     pub qemu_dir: Option<PathBuf>,
+    /// The host CPUs this guest's vCPUs are pinned to and kept busy, when
+    /// it boots beside others (`--jobs`); None: every CPU xtask may use.
+    pub cpus: Option<Vec<usize>>,
 }
 
 impl Default for Launch {
@@ -60,6 +63,7 @@ impl Default for Launch {
             keep_busy: true,
             console_cap: CONSOLE_CAP,
             qemu_dir: None,
+            cpus: None,
         }
     }
 }
@@ -106,7 +110,7 @@ pub fn host_cpu_for(vcpu: usize, allowed: &[usize]) -> Option<usize> {
 }
 
 /// The CPUs this process may run on.
-fn allowed_cpus() -> Vec<usize> {
+pub fn allowed_cpus() -> Vec<usize> {
     let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
         return Vec::new();
     };
@@ -124,8 +128,7 @@ fn set_affinity(tid: Pid, cpu: usize) -> bool {
 /// Pins the vCPU threads of QEMU process `pid` as they appear, until
 /// `want` of them are pinned, `done` is set or 60 s pass. Returns how many
 /// it pinned.
-fn pin_vcpu_threads(pid: u32, want: usize, done: &AtomicBool) -> usize {
-    let allowed = allowed_cpus();
+fn pin_vcpu_threads(pid: u32, want: usize, allowed: &[usize], done: &AtomicBool) -> usize {
     let mut pinned: Vec<i32> = Vec::new();
     let start = Instant::now();
     while pinned.len() < want
@@ -141,7 +144,7 @@ fn pin_vcpu_threads(pid: u32, want: usize, done: &AtomicBool) -> usize {
                     continue;
                 }
                 let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-                if let Some(cpu) = vcpu_of_thread(&comm).and_then(|v| host_cpu_for(v, &allowed)) {
+                if let Some(cpu) = vcpu_of_thread(&comm).and_then(|v| host_cpu_for(v, allowed)) {
                     if set_affinity(Pid::from_raw(tid), cpu) {
                         pinned.push(tid);
                     }
@@ -307,7 +310,8 @@ pub fn run_until(
     launch: &Launch,
     on_line: impl FnMut(&str) -> bool + Send,
 ) -> std::io::Result<Exit> {
-    let placement = Placement::of(args, launch.pin_vcpus, launch.keep_busy, &allowed_cpus());
+    let cpus = launch.cpus.clone().unwrap_or_else(allowed_cpus);
+    let placement = Placement::of(args, launch.pin_vcpus, launch.keep_busy, &cpus);
     run_placed(
         bin,
         args,
@@ -326,6 +330,8 @@ struct Placement {
     pin_vcpus: usize,
     /// Host CPUs to keep busy with a SCHED_IDLE spinner each.
     busy: Vec<usize>,
+    /// The host CPUs the vCPUs are pinned to, round-robin.
+    cpus: Vec<usize>,
 }
 
 impl Placement {
@@ -348,6 +354,7 @@ impl Placement {
             } else {
                 Vec::new()
             },
+            cpus: allowed.to_vec(),
         }
     }
 }
@@ -378,6 +385,7 @@ fn run_placed(
     let file = std::fs::File::create(console)?;
     let pid = child.id();
     let want_pinned = placement.pin_vcpus;
+    let pin_on = &placement.cpus;
     let qemu_done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let qemu_done = &qemu_done;
@@ -390,7 +398,7 @@ fn run_placed(
             if want_pinned == 0 {
                 0
             } else {
-                pin_vcpu_threads(pid, want_pinned, qemu_done)
+                pin_vcpu_threads(pid, want_pinned, pin_on, qemu_done)
             }
         });
         let err_thread = s.spawn(move || {
@@ -570,7 +578,7 @@ mod tests {
         let tids: Vec<Pid> = (0..3).map(|_| rx.recv().unwrap()).collect();
         let done = AtomicBool::new(false);
         let pid = std::process::id();
-        assert_eq!(pin_vcpu_threads(pid, 2, &done), 2);
+        assert_eq!(pin_vcpu_threads(pid, 2, &allowed, &done), 2);
         for &tid in &tids {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap();
             match vcpu_of_thread(&comm) {
@@ -586,7 +594,7 @@ mod tests {
         handles.into_iter().for_each(|h| h.join().unwrap());
         // Told QEMU is gone, it gives up at once with what it has.
         done.store(true, std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(pin_vcpu_threads(pid, 2, &done), 0);
+        assert_eq!(pin_vcpu_threads(pid, 2, &allowed, &done), 0);
     }
 
     /// A keep-busy spinner on a real CPU of this process (the last it may
@@ -655,29 +663,42 @@ mod tests {
     /// only when switched on; a stand-in without the name gets nothing.
     #[test]
     fn placement_of_a_real_guest_and_of_a_stand_in() {
-        let placed = |pin_vcpus: usize, busy: &[usize]| Placement {
+        let placed = |pin_vcpus: usize, busy: &[usize], cpus: &[usize]| Placement {
             pin_vcpus,
             busy: busy.to_vec(),
+            cpus: cpus.to_vec(),
         };
         let real = args(&guest(Arch::X86_64));
         assert_eq!(
             Placement::of(&real, true, true, &[0, 1]),
-            placed(2, &[0, 1])
+            placed(2, &[0, 1], &[0, 1])
         );
         assert_eq!(
             Placement::of(&real, false, true, &[2, 5]),
-            placed(0, &[2, 5])
+            placed(0, &[2, 5], &[2, 5])
         );
-        assert_eq!(Placement::of(&real, true, false, &[0, 1]), placed(2, &[]));
-        assert_eq!(Placement::of(&real, false, false, &[0, 1]), placed(0, &[]));
+        assert_eq!(
+            Placement::of(&real, true, false, &[0, 1]),
+            placed(2, &[], &[0, 1])
+        );
+        assert_eq!(
+            Placement::of(&real, false, false, &[0, 1]),
+            placed(0, &[], &[0, 1])
+        );
         let named = strings(&["-smp", "4,sockets=1", "-name", "kmatrix,debug-threads=on"]);
-        assert_eq!(Placement::of(&named, true, true, &[3]), placed(4, &[3]));
+        assert_eq!(
+            Placement::of(&named, true, true, &[3]),
+            placed(4, &[3], &[3])
+        );
         let no_smp = strings(&["-name", "kmatrix,debug-threads=on"]);
-        assert_eq!(Placement::of(&no_smp, true, true, &[0]), placed(1, &[0]));
+        assert_eq!(
+            Placement::of(&no_smp, true, true, &[0]),
+            placed(1, &[0], &[0])
+        );
         let stand_in = strings(&["-smp", "2", "-c", "true"]);
         assert_eq!(
             Placement::of(&stand_in, true, true, &[0, 1]),
-            placed(0, &[])
+            placed(0, &[], &[0, 1])
         );
     }
 
@@ -691,7 +712,11 @@ mod tests {
         let log = dir.join("c.log");
         let cpu = *allowed_cpus().last().unwrap();
         let run_with = |pin_vcpus: usize, busy: Vec<usize>| {
-            let placement = Placement { pin_vcpus, busy };
+            let placement = Placement {
+                pin_vcpus,
+                busy,
+                cpus: allowed_cpus(),
+            };
             let sleep = strings(&["-c", "sleep 0.3"]);
             run_placed(
                 "sh",

@@ -237,6 +237,14 @@ pub struct PolicyArgs {
     /// slow); results record it per boot (`busy_cpus`).
     #[arg(long)]
     pub no_keep_busy: bool,
+    /// Boots run at the same time, 1-64, when none of them runs a
+    /// benchmark (a `bench` or `perf` test): each guest gets its own host
+    /// CPUs, and results name the cells that booted beside it (`beside`).
+    /// Default: as many guests as the CPUs xtask may use hold (2 CPUs,
+    /// 2-vCPU guests: 1). A benchmark boot always runs alone.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[serde(default)]
+    pub jobs: Option<u16>,
 }
 
 impl PolicyArgs {
@@ -244,6 +252,7 @@ impl PolicyArgs {
         let mut p = Policy::from_env()?;
         p.pin_vcpus &= !self.no_pin;
         p.keep_busy &= !self.no_keep_busy;
+        p.boot_jobs = self.jobs.map(usize::from).or(p.boot_jobs);
         Ok(p)
     }
 }

@@ -267,7 +267,7 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
         };
         let llvm = m.config[config].llvm;
         let mut commits: Vec<Option<String>> = Vec::new();
-        let mut trees: Option<std::rc::Rc<Trees>> = None;
+        let mut trees: Option<std::sync::Arc<Trees>> = None;
         let mut build_dir = PathBuf::new();
         for (k, v) in variants.iter().enumerate() {
             step += 1;

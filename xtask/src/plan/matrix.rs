@@ -1599,6 +1599,16 @@ impl Matrix {
     }
 
     /// QEMU `-smp` of a config's cells.
+    /// Whether a boot of the cell runs a benchmark (a `bench` or `perf`
+    /// test): such a boot runs alone (`--jobs`).
+    pub fn measures(&self, cell: &Cell) -> bool {
+        cell.tests.iter().any(|t| {
+            self.test
+                .get(t)
+                .is_some_and(|t| matches!(t.kind, TestKind::Bench | TestKind::Perf))
+        })
+    }
+
     pub fn config_smp(&self, config: &str) -> u32 {
         self.config
             .get(config)

@@ -315,6 +315,27 @@ impl<'a> Driver<'a> {
                     wants: c.as_ref().is_some_and(|c| c.wants_boot()),
                 })
                 .collect();
+            let together = (go && !signals::interrupted())
+                .then(|| {
+                    let measures: Vec<bool> =
+                        cells.iter().map(|c| self.ctx.matrix.measures(c)).collect();
+                    let vcpus: Vec<usize> = cells
+                        .iter()
+                        .map(|c| self.ctx.matrix.config_smp(&c.config) as usize)
+                        .collect();
+                    schedule::together(
+                        &slots,
+                        &measures,
+                        &vcpus,
+                        self.ctx.policy.boot_jobs,
+                        &crate::boot::qemu::allowed_cpus(),
+                    )
+                })
+                .flatten();
+            if let Some(picked) = together {
+                self.boot_together(&mut live, cells, uis, &picked);
+                continue;
+            }
             match schedule::next(&slots) {
                 Some(k) if go && !signals::interrupted() => live[k]
                     .as_mut()
@@ -336,6 +357,34 @@ impl<'a> Driver<'a> {
             ));
         }
         Ok(!interrupted && !signals::interrupted())
+    }
+
+    /// Boots the `picked` cells at the same time, each on its CPUs
+    /// (correctness boots: none runs a benchmark, schedule::together).
+    fn boot_together(
+        &self,
+        live: &mut [Option<CellRun>],
+        cells: &[&Cell],
+        uis: &[ui::CellUi],
+        picked: &[(usize, Vec<usize>)],
+    ) {
+        let ids: Vec<String> = picked.iter().map(|(k, _)| cells[*k].id()).collect();
+        let ctx = &self.ctx;
+        std::thread::scope(|s| {
+            for (k, c) in live.iter_mut().enumerate() {
+                let Some(j) = picked.iter().position(|(p, _)| *p == k) else {
+                    continue;
+                };
+                let Some(c) = c.as_mut() else { continue };
+                let slot = super::BootSlot {
+                    cpus: Some(picked[j].1.clone()),
+                    beside: ids.iter().filter(|&i| *i != ids[j]).cloned().collect(),
+                    ..Default::default()
+                };
+                let cu = &uis[k];
+                s.spawn(move || c.boot_next_in(ctx, cu, slot));
+            }
+        });
     }
 
     /// Once every cell of a group has had its first boot (the correctness

@@ -16,10 +16,9 @@ pub mod driver;
 pub mod policy;
 pub mod schedule;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -57,12 +56,21 @@ pub struct Ctx<'a> {
     /// How guests run on this host (pinning, keep-busy, accelerator, ...).
     pub policy: policy::Policy,
     accel: accel::Chooser,
-    trees: RefCell<HashMap<String, Rc<Trees>>>,
+    trees: std::sync::Mutex<HashMap<String, Arc<Trees>>>,
     /// Boots run so far by this driver (BootRecord::seq).
-    boot_seq: std::cell::Cell<u32>,
-    /// vCPU threads the last boot pinned and host CPUs it kept busy
-    /// (qemu::Exit::pinned_vcpus, busy_cpus).
-    last_placement: std::cell::Cell<(usize, usize)>,
+    boot_seq: std::sync::atomic::AtomicU32,
+}
+
+/// Where one boot runs: its share of the host's CPUs when it runs beside
+/// others (`--jobs`), the cells booting at the same time, and what QEMU's
+/// threads got (qemu::Exit::pinned_vcpus, busy_cpus).
+#[derive(Debug, Default, Clone)]
+pub struct BootSlot {
+    /// Host CPUs for this guest's vCPUs; None: every CPU xtask may use.
+    pub cpus: Option<Vec<usize>>,
+    /// The cells booting at the same time (BootRecord::beside).
+    pub beside: Vec<String>,
+    placement: (usize, usize),
 }
 
 /// The metric declarations of the matrix, as test kinds see them.
@@ -104,7 +112,6 @@ impl<'a> Ctx<'a> {
             accel,
             trees: Default::default(),
             boot_seq: Default::default(),
-            last_placement: Default::default(),
         }
     }
 
@@ -120,15 +127,16 @@ impl<'a> Ctx<'a> {
         max.max(boots)
     }
 
-    fn trees(&self, kernel: &str, log: &mut dyn FnMut(&str)) -> Result<Rc<Trees>> {
-        if let Some(t) = self.trees.borrow().get(kernel) {
+    fn trees(&self, kernel: &str, log: &mut dyn FnMut(&str)) -> Result<Arc<Trees>> {
+        if let Some(t) = self.trees.lock().unwrap().get(kernel) {
             return Ok(t.clone());
         }
         let spec = self.matrix.kernel[kernel].source.get_ref();
         let base: Base = source::prepare_base(spec, self.cache, log)?;
-        let t = Rc::new(Trees::open(&base, kernel, self.cache, log)?);
+        let t = Arc::new(Trees::open(&base, kernel, self.cache, log)?);
         self.trees
-            .borrow_mut()
+            .lock()
+            .unwrap()
             .insert(kernel.to_string(), t.clone());
         Ok(t)
     }
@@ -235,13 +243,15 @@ struct Booting {
     booted: u32,
     merged: Option<CellResult>,
     records: Vec<BootRecord>,
+    /// Where the next boot runs.
+    slot: BootSlot,
 }
 
 /// Where a cell built and never booted (patchcheck's per-patch steps)
 /// has its tree and build directory.
 pub struct BuiltOnly {
     /// The kernel's trees; `commit` is the variant's.
-    pub trees: Rc<Trees>,
+    pub trees: Arc<Trees>,
     pub commit: String,
     /// The persistent O= directory of the cell's kernel/arch/config.
     pub build_dir: PathBuf,
@@ -316,6 +326,7 @@ pub fn start_cell<'c>(ctx: &Ctx, cell: &'c Cell, sink: &dyn Sink) -> CellRun<'c>
                 booted: 0,
                 merged: None,
                 records: vec![],
+                slot: BootSlot::default(),
             }))
         }
         Ok(Err(r)) => State::Done(Box::new(r)),
@@ -424,6 +435,14 @@ impl CellRun<'_> {
     /// Runs the next boot and merges it; a harness error ends the cell as
     /// `infra-error`.
     pub fn boot_next(&mut self, ctx: &Ctx, sink: &dyn Sink) {
+        self.boot_next_in(ctx, sink, BootSlot::default());
+    }
+
+    /// `boot_next` in `slot`: on its CPUs, beside its other cells.
+    pub fn boot_next_in(&mut self, ctx: &Ctx, sink: &dyn Sink, slot: BootSlot) {
+        if let State::Booting(b) = &mut self.state {
+            b.slot = slot;
+        }
         let t = Instant::now();
         let id = self.cell.id();
         let ev = CellEvents { cell: &id, sink };
@@ -612,7 +631,7 @@ fn stop<T>(outcome: Outcome, e: Evidence) -> Phased<T> {
 /// The source phase's product: the trees of the kernel, the variant's
 /// commit and the one the selftests come from.
 struct Source {
-    trees: Rc<Trees>,
+    trees: Arc<Trees>,
     commit: String,
     test_commit: String,
     /// The commit's kernel tree without tools/ (the build's cache key).
@@ -1235,11 +1254,13 @@ fn timed_boot(
     pre: CellResult,
     i: u32,
 ) -> Result<(CellResult, Option<String>)> {
-    let seq = ctx.boot_seq.get() + 1;
-    ctx.boot_seq.set(seq);
+    let seq = ctx
+        .boot_seq
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
     let started = crate::util::timestamp();
     let t = Instant::now();
-    ctx.last_placement.set((0, 0));
+    b.slot.placement = (0, 0);
     let out = boot_once(
         ctx,
         cell,
@@ -1252,6 +1273,7 @@ fn timed_boot(
         &b.accel,
         i,
         b.boots,
+        &mut b.slot,
     )?;
     b.records.push(BootRecord {
         boot: i,
@@ -1259,8 +1281,9 @@ fn timed_boot(
         started,
         duration_s: t.elapsed().as_secs_f64(),
         accel: b.accel.qemu_arg(),
-        pinned_vcpus: ctx.last_placement.get().0 as u32,
-        busy_cpus: ctx.last_placement.get().1 as u32,
+        pinned_vcpus: b.slot.placement.0 as u32,
+        busy_cpus: b.slot.placement.1 as u32,
+        beside: b.slot.beside.clone(),
     });
     Ok(out)
 }
@@ -1311,6 +1334,7 @@ fn boot_once(
     accel: &Accel,
     i: u32,
     boots: u32,
+    slot: &mut BootSlot,
 ) -> Result<(CellResult, Option<String>)> {
     ev.phase(
         Phase::Boot,
@@ -1339,7 +1363,11 @@ fn boot_once(
     r.logs.results = Some(results_log.clone());
     let budget = Duration::from_secs(ctx.cell_timeout_s.unwrap_or(ctx.matrix.run.cell_timeout_s));
     let t = Instant::now();
-    let run = run_qemu(&bin, &args, &console_log, budget, &ctx.policy.launch(), ev);
+    let launch = qemu::Launch {
+        cpus: slot.cpus.clone(),
+        ..ctx.policy.launch()
+    };
+    let run = run_qemu(&bin, &args, &console_log, budget, &launch, ev);
     r.timings.boot_s = t.elapsed().as_secs_f64();
     let (exit, beyond_repair) = match run {
         Ok(x) => x,
@@ -1360,7 +1388,7 @@ fn boot_once(
             ));
         }
     };
-    ctx.last_placement.set((exit.pinned_vcpus, exit.busy_cpus));
+    slot.placement = (exit.pinned_vcpus, exit.busy_cpus);
     let console_text =
         String::from_utf8_lossy(&std::fs::read(&console_log).unwrap_or_default()).into_owned();
     let results_text =

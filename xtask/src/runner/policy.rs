@@ -32,6 +32,9 @@ pub struct Policy {
     pub step_timeout_scale: f64,
     pub console_cap: u64,
     pub qemu_dir: Option<PathBuf>,
+    /// Boots run at the same time when none runs a benchmark (`--jobs`);
+    /// None: as many guests as the CPUs xtask may use hold.
+    pub boot_jobs: Option<usize>,
 }
 
 impl Default for Policy {
@@ -44,6 +47,7 @@ impl Default for Policy {
             step_timeout_scale: 1.0,
             console_cap: crate::boot::qemu::CONSOLE_CAP,
             qemu_dir: None,
+            boot_jobs: None,
         }
     }
 }
@@ -98,6 +102,7 @@ impl Policy {
             keep_busy: self.keep_busy,
             console_cap: self.console_cap,
             qemu_dir: self.qemu_dir.clone(),
+            cpus: None,
         }
     }
 

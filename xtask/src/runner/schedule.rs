@@ -51,6 +51,42 @@ pub fn groups(cells: &[&Cell]) -> Vec<usize> {
         .collect()
 }
 
+/// Boots that may run at the same time (`--jobs`): up to `jobs` of the
+/// slots that want a boot and run no benchmark (`measures` false), each
+/// with its share of `cpus` (`vcpus[k]` of them, in order, wrapping when
+/// more are asked for than there are). None when fewer than two qualify:
+/// a benchmark boot always runs alone, with the host to itself. `jobs`
+/// None: as many as `cpus` holds guests of the widest such slot.
+pub fn together(
+    slots: &[Slot],
+    measures: &[bool],
+    vcpus: &[usize],
+    jobs: Option<usize>,
+    cpus: &[usize],
+) -> Option<Vec<(usize, Vec<usize>)>> {
+    let free: Vec<usize> = (0..slots.len())
+        .filter(|&k| slots[k].wants && !measures[k])
+        .collect();
+    let widest = free.iter().map(|&k| vcpus[k].max(1)).max()?;
+    let n = jobs.unwrap_or(cpus.len() / widest).max(1).min(free.len());
+    if n < 2 || cpus.is_empty() {
+        return None;
+    }
+    let mut at = 0;
+    Some(
+        free[..n]
+            .iter()
+            .map(|&k| {
+                let share = (0..vcpus[k].max(1))
+                    .map(|j| cpus[(at + j) % cpus.len()])
+                    .collect();
+                at += vcpus[k].max(1);
+                (k, share)
+            })
+            .collect(),
+    )
+}
+
 /// The slot to boot next, None when no slot wants a boot: the first group
 /// with a boot to run, in it the slot with the fewest boots, then the first
 /// in matrix order, or the last when that number is odd. Rounds alternate
@@ -248,6 +284,45 @@ mod tests {
                 (2, 3),
                 (3, 3)
             ]
+        );
+    }
+
+    /// Two 1-vCPU correctness cells of a 2-CPU host boot together, a CPU
+    /// each; a benchmark cell never joins; 2-vCPU guests on 2 CPUs boot
+    /// alone unless --jobs asks, and then share the CPUs round-robin.
+    #[test]
+    fn correctness_boots_run_together_where_the_cpus_allow() {
+        let s = |wants: bool| Slot {
+            group: 0,
+            booted: 0,
+            wants,
+        };
+        let slots = [s(true), s(true), s(true), s(false)];
+        let none = [false; 4];
+        assert_eq!(
+            together(&slots, &none, &[1; 4], None, &[0, 1]),
+            Some(vec![(0, vec![0]), (1, vec![1])])
+        );
+        assert_eq!(
+            together(&slots, &[true, false, false, false], &[1; 4], None, &[4, 7]),
+            Some(vec![(1, vec![4]), (2, vec![7])])
+        );
+        assert_eq!(
+            together(&slots, &[true, true, false, false], &[1; 4], None, &[0, 1]),
+            None
+        );
+        assert_eq!(together(&slots, &none, &[2; 4], None, &[0, 1]), None);
+        assert_eq!(
+            together(&slots, &none, &[2; 4], Some(2), &[0, 1]),
+            Some(vec![(0, vec![0, 1]), (1, vec![0, 1])])
+        );
+        assert_eq!(
+            together(&slots, &none, &[1; 4], Some(1), &[0, 1, 2, 3]),
+            None
+        );
+        assert_eq!(
+            together(&slots, &none, &[1; 4], None, &[0, 1, 2, 3]).map(|v| v.len()),
+            Some(3)
         );
     }
 

@@ -185,6 +185,10 @@ pub struct BootRecord {
     /// (qemu::keep_busy); 0 when that was off (or before it existed).
     #[serde(default)]
     pub busy_cpus: u32,
+    /// The cells booting at the same time (`--jobs`, boots that run no
+    /// benchmark); empty when it ran alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<String>,
 }
 
 /// What a piece of evidence is, so reports and CI annotations can group
@@ -1006,6 +1010,7 @@ mod tests {
             accel: "tcg,thread=multi".into(),
             pinned_vcpus: 2,
             busy_cpus: 2,
+            beside: vec!["6.1/seccomp-sync-wakeup/x86_64/tiny".into()],
         }];
         run.save(&path).unwrap();
         assert_eq!(Run::load(&path).unwrap(), run);
@@ -1015,9 +1020,11 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let rec = old["cells"][0]["boots"][0].as_object_mut().unwrap();
         assert!(rec.remove("pinned_vcpus").is_some() && rec.remove("busy_cpus").is_some());
+        assert!(rec.remove("beside").is_some());
         std::fs::write(&path, old.to_string()).unwrap();
         let back = &Run::load(&path).unwrap().cells[0].boots[0];
         assert_eq!((back.pinned_vcpus, back.busy_cpus), (0, 0));
+        assert!(back.beside.is_empty());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
