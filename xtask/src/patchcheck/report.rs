@@ -258,7 +258,7 @@ pub fn markdown(c: &Check) -> String {
 /// row a patch, one column a target; a break or new warnings marked), and
 /// each patch's findings.
 pub fn html(c: &Check) -> String {
-    use crate::report::html::{esc, page};
+    use crate::report::html::{esc, esc_md, page};
     let mut s = format!(
         "<h1>patchcheck: {} on {}</h1><p class=meta>{}, {} ({}); checkpatch fails at <code>{}</code>.</p>",
         esc(&c.series),
@@ -274,7 +274,7 @@ pub fn html(c: &Check) -> String {
     } else {
         s += "<ul class=verdicts>";
         for a in &answer {
-            s += &format!("<li>{}</li>", esc(a));
+            s += &format!("<li>{}</li>", esc_md(a));
         }
         s += "</ul>";
     }
@@ -410,6 +410,12 @@ mod tests {
             ]
         );
         assert_eq!(c.code(), 1);
+        // The HTML page's answer: code spans as <code>, no backticks.
+        let page = html(&c);
+        assert!(
+            page.contains("first broken by patch 3 &quot;seccomp: a change that only 32-bit x86 does not build&quot;: <code>kernel/seccomp.o: in function `seccomp_do_user_notification&#39;: undefined reference to `__udivdi3&#39;</code>"),
+            "{page}"
+        );
     }
 
     /// A selftest that stops compiling on one arch is named with its

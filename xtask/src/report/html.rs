@@ -42,6 +42,42 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// A line written for markdown (code spans in backticks, as
+/// util::md_code makes them) as HTML: each span a `<code>`, the rest
+/// escaped. An unclosed run of backticks stays as text.
+pub fn esc_md(s: &str) -> String {
+    let mut o = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('`') {
+        o += &esc(&rest[..i]);
+        let tick = rest[i..].len() - rest[i..].trim_start_matches('`').len();
+        let fence = &rest[i..i + tick];
+        let body = &rest[i + tick..];
+        // The closing fence: the same number of backticks, no more.
+        let close = (0..body.len()).find(|&j| {
+            body[j..].starts_with(fence)
+                && !body[j + tick..].starts_with('`')
+                && (j == 0 || !body[..j].ends_with('`'))
+        });
+        match close {
+            Some(j) => {
+                let code = &body[..j];
+                let code = match (code.strip_prefix(' '), code.ends_with(' ')) {
+                    (Some(c), true) if c.len() > 1 => &c[..c.len() - 1],
+                    _ => code,
+                };
+                o += &format!("<code>{}</code>", esc(code));
+                rest = &body[j + tick..];
+            }
+            None => {
+                o += &esc(fence);
+                rest = body;
+            }
+        }
+    }
+    o + &esc(rest)
+}
+
 /// A self-contained page with the report's style: `body` inside.
 pub fn page(title: &str, body: &str) -> String {
     format!(
@@ -778,6 +814,22 @@ fn not_as_expected(s: &mut String, run: &Run) {
 mod tests {
     use super::*;
     use crate::stats::bootstrap::never;
+
+    /// Code spans as markdown writes them (one backtick, a longer fence
+    /// around backticks, a space beside a fence's backtick) become <code>;
+    /// an unclosed backtick stays text; the rest is escaped.
+    #[test]
+    fn markdown_code_spans_become_code_elements() {
+        assert_eq!(esc_md("a `b<c` d"), "a <code>b&lt;c</code> d");
+        assert_eq!(esc_md("``x `y` z``"), "<code>x `y` z</code>");
+        assert_eq!(esc_md("`` `q` ``!"), "<code>`q`</code>!");
+        assert_eq!(esc_md("it's `open"), "it&#39;s `open");
+        assert_eq!(esc_md("no code"), "no code");
+        assert_eq!(
+            esc_md(&crate::util::md_code("a `b` c")),
+            "<code>a `b` c</code>"
+        );
+    }
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
