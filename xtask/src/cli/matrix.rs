@@ -61,7 +61,7 @@ pub struct MatrixArgs {
     /// every cell is prepared (built) first, then the boots of compared
     /// cells (base and variants of one kernel/arch/config) alternate: base
     /// 1, series 1, base 2, series 2, ...
-    #[arg(long)]
+    #[arg(long, conflicts_with = "jobs")]
     pub no_interleave: bool,
     #[command(flatten)]
     pub policy: PolicyArgs,

@@ -753,6 +753,15 @@ mod tests {
         q.pin_vcpus &= !a.policy.no_pin;
         q.keep_busy &= !a.policy.no_keep_busy;
         assert!(!q.pin_vcpus && q.keep_busy);
+        assert_eq!(
+            matrix_args(&["--jobs", "3"])
+                .policy
+                .policy()
+                .unwrap()
+                .boot_jobs,
+            Some(3)
+        );
+        assert_eq!(matrix_args(&[]).policy.policy().unwrap().boot_jobs, None);
     }
 
     #[test]
@@ -761,6 +770,9 @@ mod tests {
             &["matrix", "--out", "a", "--resume", "b"][..],
             &["matrix", "--boots", "0"],
             &["matrix", "--boots", "51"],
+            &["matrix", "--jobs", "0"],
+            &["matrix", "--jobs", "65"],
+            &["matrix", "--jobs", "2", "--no-interleave"],
             &["matrix", "--range", "a..b"],
             &["matrix", "--tree", "t", "--rev", "x", "--range", "a..b"],
             &["compare", "--out", "x"],
