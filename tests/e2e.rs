@@ -58,6 +58,17 @@ fn run_cell(cell: &str, name: &str, extra: &[&str]) -> (i32, Value, PathBuf) {
     )
 }
 
+/// A matrix run that must have exited 0: what it said (stdout, where the
+/// summary goes, then stderr's progress lines) and its results.json.
+fn finished(o: &std::process::Output, out: &Path) -> (String, Value) {
+    let said =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    let run =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    (said, run)
+}
+
 fn test<'a>(cell: &'a Value, name: &str) -> &'a Value {
     cell["tests"]
         .as_array()
@@ -604,12 +615,7 @@ fn too_noisy_comparisons_get_alternating_boots_their_tests_run_in() {
         .current_dir(root)
         .output()
         .expect("running xtask");
-    // The summary goes to stdout, progress lines to stderr.
-    let stdout =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stdout}");
-    let run: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let (stdout, run) = finished(&o, &out);
     let seqs = |id: &str| -> Vec<u64> {
         let c = run["cells"]
             .as_array()
@@ -690,11 +696,7 @@ fn correctness_boots_of_one_vcpu_guests_run_side_by_side() {
         .current_dir(root)
         .output()
         .expect("running xtask");
-    let said =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{said}");
-    let run: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let (said, run) = finished(&o, &out);
     let base = "6.1/base/x86_64/tiny";
     let series = "6.1/seccomp-sync-wakeup/x86_64/tiny";
     let boot = |id: &str| -> Value {
@@ -755,11 +757,7 @@ fn correctness_boots_of_one_vcpu_guests_run_side_by_side() {
         .current_dir(root)
         .output()
         .expect("running taskset (util-linux)");
-    let said =
-        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{said}");
-    let run: Value =
-        serde_json::from_str(&std::fs::read_to_string(out1.join("results.json")).unwrap()).unwrap();
+    let (said, run) = finished(&o, &out1);
     let seqs: Vec<(u64, bool)> = run["cells"]
         .as_array()
         .unwrap()
