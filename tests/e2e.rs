@@ -679,17 +679,18 @@ fn correctness_boots_of_one_vcpu_guests_run_side_by_side() {
     let out = out_dir("e2e-side-by-side");
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs: &[&str] = if cpus >= 2 { &[] } else { &["--jobs", "2"] };
+    let cells = [
+        "--kernel",
+        "6.1",
+        "--arch",
+        "x86_64",
+        "--test",
+        "membarrier_single",
+    ];
     let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["matrix", "--matrix"])
         .arg(&matrix)
-        .args([
-            "--kernel",
-            "6.1",
-            "--arch",
-            "x86_64",
-            "--test",
-            "membarrier_single",
-        ])
+        .args(cells)
         .args(jobs)
         .arg("--out")
         .arg(&out)
@@ -744,14 +745,7 @@ fn correctness_boots_of_one_vcpu_guests_run_side_by_side() {
     let o = Command::new("taskset")
         .args(["-c", "0", env!("CARGO_BIN_EXE_xtask"), "matrix", "--matrix"])
         .arg(&matrix)
-        .args([
-            "--kernel",
-            "6.1",
-            "--arch",
-            "x86_64",
-            "--test",
-            "membarrier_single",
-        ])
+        .args(cells)
         .arg("--out")
         .arg(&out1)
         .current_dir(root)
