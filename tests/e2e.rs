@@ -294,6 +294,43 @@ fn x86_64_with_series_passes_every_seccomp_case() {
     );
     // Logs and reproducers are where results.json says.
     assert!(Path::new(cell["logs"]["console"].as_str().unwrap()).exists());
+    // The build's reproducer: the tree at the commit, the cell's .config
+    // into an O= dir of the cell's own, make there from scratch (never in
+    // the harness's O= dirs, whose mtimes it sets itself).
+    let make: Vec<&str> = cell["reproduce"]["make"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(make.len(), 3, "{make:?}");
+    assert!(
+        make[0].starts_with("git -C ") && make[0].contains(" checkout --detach "),
+        "{make:?}"
+    );
+    let o = make[1]
+        .strip_prefix("mkdir -p ")
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let config = make[1]
+        .split(" && cp ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(
+        o.starts_with(out.to_str().unwrap()) && o.ends_with("/o"),
+        "{make:?}"
+    );
+    assert!(Path::new(config).is_file(), "{make:?}");
+    assert!(make[1].ends_with(&format!(" {o}/.config")), "{make:?}");
+    assert!(
+        make[2].starts_with("make ") && make[2].contains(&format!(" O={o} ")),
+        "{make:?}"
+    );
     assert!(cell["reproduce"]["qemu"]
         .as_str()
         .unwrap()

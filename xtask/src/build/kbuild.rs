@@ -1,10 +1,11 @@
 //! Kernel config and build: merge fragments with the tree's
 //! merge_config.sh, olddefconfig, verify every requested option, then build
-//! out of tree in one persistent O= dir per kernel/arch/config, shared by
-//! every variant (see build::source: variants are checked out in place, so
-//! make rebuilds only what a variant changed). Images are cached by content
-//! key. No ccache: it made a cold build 25% slower here, and make's own
-//! dependency tracking in the shared O= dir is what makes variants cheap.
+//! out of tree in a persistent O= dir of the kernel/arch/config, the one of
+//! its few slots with the least to rebuild (build::slots; variants are
+//! checked out in place, so make rebuilds only what a variant changed).
+//! Images are cached by content key. No ccache: it made a cold build 25%
+//! slower here, and make's own dependency tracking in the kept O= dirs is
+//! what makes variants cheap.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::build::slots::Slots;
 use crate::host::cache::{sha256_file, write_atomic, Cache, KeyBuilder};
 use crate::host::proc::{self, limit};
 use crate::plan::arch::Arch;
@@ -233,18 +235,18 @@ pub enum BuildOutcome {
 pub struct BuildJob<'a> {
     pub cache: &'a Cache,
     pub tree: &'a Path,
-    /// Puts `tree` at the variant's commit; called only when make runs. A
-    /// cached image leaves the tree alone: switching it through another
-    /// variant and back would give unchanged headers new mtimes, and the
-    /// next real build would recompile everything that includes them.
+    /// Puts `tree` at the variant's commit; called only when make runs (a
+    /// cached image leaves the tree alone).
     pub checkout: &'a dyn Fn() -> Result<()>,
     pub kernel_id: &'a str,
     pub arch: Arch,
     /// clang and the LLVM tools (`[config] llvm`).
     pub llvm: bool,
     pub config: &'a Path,
-    /// Persistent O= dir for this kernel/arch/config, shared by variants.
-    pub build_dir: PathBuf,
+    /// The variant's commit (the tree is put at it by `checkout`).
+    pub commit: &'a str,
+    /// The persistent O= dirs of this kernel/arch/config (slots.rs).
+    pub slots: &'a Slots,
     /// Where this cell keeps its build log.
     pub log: PathBuf,
 }
@@ -296,10 +298,10 @@ fn lookup(dir: &Path, warn: &mut dyn FnMut(&str)) -> Option<PathBuf> {
     }
 }
 
-/// The make command line for a job (also the reproducer).
-pub fn make_command(job: &BuildJob, jobs: usize) -> Vec<String> {
+/// The make command line for a job in the O= dir `out`.
+pub fn make_command(job: &BuildJob, out: &Path, jobs: usize) -> Vec<String> {
     let mut make_cmd = vec!["make".to_string()];
-    make_cmd.extend(make_args(job.tree, &job.build_dir, job.arch, job.llvm));
+    make_cmd.extend(make_args(job.tree, out, job.arch, job.llvm));
     make_cmd.push(format!("-j{jobs}"));
     make_cmd.push(job.arch.info().image_target.to_string());
     make_cmd
@@ -314,8 +316,8 @@ pub fn build(
     let config_text = std::fs::read(job.config)?;
     let key = build_key(job.kernel_id, job.arch, job.llvm, &config_text);
     let entry = job.cache.dir(&["kernels", &key]);
-    let make_cmd = make_command(job, jobs);
     if let Some(image) = lookup(&entry, warn) {
+        let make_cmd = make_command(job, &job.slots.dir(0), jobs);
         return Ok(BuildOutcome::Ok(Built {
             image,
             key,
@@ -326,13 +328,11 @@ pub fn build(
         }));
     }
     (job.checkout)()?;
-    std::fs::create_dir_all(&job.build_dir)?;
-    let incremental = job.build_dir.join("vmlinux").exists();
-    // Only a changed .config is copied in: an identical one keeps its mtime.
-    let dst = job.build_dir.join(".config");
-    if std::fs::read(&dst).ok().as_deref() != Some(&config_text[..]) {
-        std::fs::write(&dst, &config_text)?;
-    }
+    let lease = job.slots.enter(job.tree, job.commit, true, warn)?;
+    let out = lease.dir.clone();
+    let incremental = lease.incremental;
+    let make_cmd = make_command(job, &out, jobs);
+    put_config(&out, &config_text)?;
     let start = Instant::now();
     let log = &job.log;
     let mut logf = std::fs::File::create(log)?;
@@ -352,6 +352,8 @@ pub fn build(
         })?
     };
     let _ = logf.write_all(done.stderr.as_bytes());
+    let complete = done.success() && !done.timed_out;
+    lease.done(complete)?;
     if crate::host::signals::interrupted() {
         bail!("interrupted during the build");
     }
@@ -375,7 +377,7 @@ pub fn build(
             make_cmd,
         });
     }
-    let built = job.build_dir.join(job.arch.info().image_path);
+    let built = out.join(job.arch.info().image_path);
     let tmp = job.cache.dir(&["kernels", &format!("{key}.tmp")]);
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
@@ -404,6 +406,17 @@ pub fn build(
         log: log.clone(),
         make_cmd,
     }))
+}
+
+/// Writes `config` as the O= dir's .config, only when it differs: an
+/// identical one keeps its mtime (and make its objects).
+pub fn put_config(out: &Path, config: &[u8]) -> Result<()> {
+    std::fs::create_dir_all(out)?;
+    let dst = out.join(".config");
+    if std::fs::read(&dst).ok().as_deref() != Some(config) {
+        std::fs::write(&dst, config)?;
+    }
+    Ok(())
 }
 
 /// The first compiler/linker errors, with a little context.

@@ -3,4 +3,5 @@ pub mod cpio;
 pub mod guest;
 pub mod kbuild;
 pub mod perf;
+pub mod slots;
 pub mod source;

@@ -3,9 +3,9 @@
 //! commit in it, made once by `git am` and kept under `refs/kmatrix/`.
 //!
 //! Two worktrees per kernel: `build`, switched in place to the variant a
-//! cell builds (a `git checkout` rewrites only files whose content differs,
-//! so every other file keeps its mtime and the shared O= dirs rebuild only
-//! what changed), and `work`, where series are applied and selftests and
+//! cell builds (a `git checkout` rewrites only files whose content differs;
+//! build::slots then sets every file's mtime for the O= dir about to build,
+//! so it rebuilds only what differs from its own last build), and `work`, where series are applied and selftests and
 //! headers are taken from, so neither disturbs the build tree's mtimes.
 
 use std::path::{Path, PathBuf};

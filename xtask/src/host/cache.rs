@@ -7,7 +7,8 @@
 //!   trees/<kernel>/build/     worktree switched to the variant being built
 //!   trees/<kernel>/work/      worktree for applying series and selftests
 //!   config/<key>/.config      final configs by input hash
-//!   build/<kernel>/<arch>/<config>/  persistent O= dirs, shared by variants
+//!   build/<kernel>/<arch>/<config>[.slotN]/  persistent O= dirs, shared by
+//!                             variants (build::slots)
 //!   probe/                    accelerator probe verdicts, per host boot
 //!   kernels/<key>/            built images by content key + manifest.json
 //!   guest/<key>/              static guest programs

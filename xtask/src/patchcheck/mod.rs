@@ -19,6 +19,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::build::slots::Slots;
 use crate::build::source::{PatchInfo, Trees};
 use crate::build::{guest, kbuild};
 use crate::host::proc::{self, limit};
@@ -268,18 +269,20 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
         let llvm = m.config[config].llvm;
         let mut commits: Vec<Option<String>> = Vec::new();
         let mut trees: Option<std::sync::Arc<Trees>> = None;
-        let mut build_dir = PathBuf::new();
+        let mut slots: Option<Slots> = None;
+        let mut step_config: Option<PathBuf> = None;
         for (k, v) in variants.iter().enumerate() {
             step += 1;
             let cell = cell_of(v);
             let cui = ui.cell(step, total, &cell.id());
             // The patch's files before it: compiled at the previous step's
-            // commit, in the same O= dir.
-            let before = match (k, &trees, commits.last()) {
-                (1.., Some(t), Some(Some(prev))) => Some(objects(
+            // commit, with its .config.
+            let before = match (k, &trees, commits.last(), &slots, &step_config) {
+                (1.., Some(t), Some(Some(prev)), Some(sl), Some(cf)) => Some(objects(
                     t,
                     prev,
-                    &build_dir,
+                    sl,
+                    cf,
                     cell.arch,
                     llvm,
                     &files[k - 1],
@@ -315,19 +318,15 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
             let commit = built.as_ref().map(|x| x.commit.clone());
             if let Some(x) = &built {
                 trees = Some(x.trees.clone());
-                build_dir = x.build_dir.clone();
+                slots = Some(x.slots.clone());
+                step_config = x.config.clone();
             }
             if k >= 1 && b.ok() {
-                if let (Some(t), Some(c), Some(before)) = (&trees, &commit, before) {
-                    let after = objects(
-                        t,
-                        c,
-                        &build_dir,
-                        cell.arch,
-                        llvm,
-                        &files[k - 1],
-                        &plan.run_dir,
-                    )?;
+                if let (Some(t), Some(c), Some(before), Some(sl), Some(cf)) =
+                    (&trees, &commit, before, &slots, &step_config)
+                {
+                    let after =
+                        objects(t, c, sl, cf, cell.arch, llvm, &files[k - 1], &plan.run_dir)?;
                     b.new_warnings = after.0.difference(&before.0).cloned().collect();
                     b.new_w1_warnings = after
                         .1
@@ -509,12 +508,15 @@ fn compile_selftest(
 }
 
 /// The warnings of each `.c` file of `files` compiled alone at `commit`
-/// (default flags, then `W=1`); a file this config does not build gives
+/// with `config` (default flags, then `W=1`), in the kernel/arch/config's
+/// O= dir with least to rebuild; a file this config does not build gives
 /// none.
+#[allow(clippy::too_many_arguments)]
 fn objects(
     trees: &Trees,
     commit: &str,
-    build_dir: &Path,
+    slots: &Slots,
+    config: &Path,
     arch: crate::plan::arch::Arch,
     llvm: bool,
     files: &[String],
@@ -526,10 +528,13 @@ fn objects(
         .collect();
     let mut plain = BTreeSet::new();
     let mut w1 = BTreeSet::new();
-    if sources.is_empty() || !build_dir.join(".config").exists() {
+    if sources.is_empty() {
         return Ok((plain, w1));
     }
     let tree = trees.checkout_build(commit)?.to_path_buf();
+    let lease = slots.enter(&tree, commit, false, &mut |_| {})?;
+    let build_dir = lease.dir.clone();
+    kbuild::put_config(&build_dir, &std::fs::read(config)?)?;
     let log = run_dir.join("patchcheck-objects.log");
     for f in sources {
         if !tree.join(f).exists() {
@@ -539,7 +544,7 @@ fn objects(
         for (extra, into) in [(None, &mut plain), (Some("W=1"), &mut w1)] {
             let _ = std::fs::remove_file(build_dir.join(&obj));
             let mut make = Command::new("make");
-            make.args(kbuild::make_args(&tree, build_dir, arch, llvm))
+            make.args(kbuild::make_args(&tree, &build_dir, arch, llvm))
                 .args(extra)
                 .arg(&obj)
                 .env("KBUILD_BUILD_TIMESTAMP", "1970-01-01")
@@ -555,6 +560,7 @@ fn objects(
             into.extend(parse::compiler_warnings(&text, f));
         }
     }
+    lease.done(false)?;
     Ok((plain, w1))
 }
 

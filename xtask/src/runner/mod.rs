@@ -28,6 +28,7 @@ use crate::boot::accel::{self, Choice};
 use crate::boot::qemu;
 use crate::build::guest::{self, CompileOutcome, Program};
 use crate::build::kbuild::{self, BuildOutcome, ConfigOutcome, ConfigRequest};
+use crate::build::slots::Slots;
 use crate::build::source::{self, Base, Series, Trees};
 use crate::host::cache::Cache;
 use crate::host::events::{CellEvents, Phase, Sink};
@@ -253,8 +254,10 @@ pub struct BuiltOnly {
     /// The kernel's trees; `commit` is the variant's.
     pub trees: Arc<Trees>,
     pub commit: String,
-    /// The persistent O= directory of the cell's kernel/arch/config.
-    pub build_dir: PathBuf,
+    /// The persistent O= dirs of the cell's kernel/arch/config.
+    pub slots: Slots,
+    /// The final .config, once the config step made it.
+    pub config: Option<PathBuf>,
 }
 
 /// Source, config and build of a cell, nothing after: its result (`pass`
@@ -278,15 +281,15 @@ pub fn build_only(
         Err(Stop::Harness(e)) => return Err(e),
     };
     r.timings.source_s = t.elapsed().as_secs_f64();
-    let built = BuiltOnly {
+    let mut built = BuiltOnly {
         trees: src.trees.clone(),
         commit: src.commit.clone(),
-        build_dir: ctx
-            .cache
-            .dir(&["build", &cell.kernel, cell.arch.name(), &cell.config]),
+        slots: build_slots(ctx, cell),
+        config: None,
     };
     let t = Instant::now();
     let rest = config_phase(ctx, cell, &ev, &dir, &src, &mut r).and_then(|config| {
+        built.config = Some(config.clone());
         r.timings.config_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let b = build_phase(ctx, cell, &ev, &dir, &src, &config, &mut r);
@@ -961,8 +964,8 @@ fn needs_phase(
     Ok(needs)
 }
 
-/// The kernel image: one O= dir per kernel/arch/config, shared by the
-/// variants (incremental), images cached by content.
+/// The kernel image: built in one of the kernel/arch/config's O= dirs,
+/// shared by the variants (incremental), images cached by content.
 fn build_phase(
     ctx: &Ctx,
     cell: &Cell,
@@ -984,9 +987,8 @@ fn build_phase(
         arch: cell.arch,
         llvm: ctx.matrix.config[&cell.config].llvm,
         config,
-        build_dir: ctx
-            .cache
-            .dir(&["build", &cell.kernel, cell.arch.name(), &cell.config]),
+        commit: &src.commit,
+        slots: &build_slots(ctx, cell),
         log: dir.join("build.log"),
     };
     let mut on_line = |l: &str| ev.detail(l.trim());
@@ -994,7 +996,8 @@ fn build_phase(
     match kbuild::build(&job, ctx.jobs, &mut on_line, &mut warn)? {
         BuildOutcome::Ok(b) => {
             r.build_key = b.key.clone();
-            r.reproduce.make = reproduce_make(&src.trees, &src.commit, b.make_cmd.clone());
+            r.reproduce.make =
+                reproduce_make(&src.trees, &src.commit, config, dir, b.make_cmd.clone());
             r.logs.build = Some(b.log.clone());
             r.timings.build_cached = b.cached;
             r.timings.build_incremental = b.incremental;
@@ -1005,7 +1008,7 @@ fn build_phase(
             excerpt,
             make_cmd,
         } => {
-            r.reproduce.make = reproduce_make(&src.trees, &src.commit, make_cmd);
+            r.reproduce.make = reproduce_make(&src.trees, &src.commit, config, dir, make_cmd);
             r.logs.build = Some(log.clone());
             stop(
                 Outcome::BuildError,
@@ -1141,14 +1144,48 @@ fn programs_phase(
     Ok(programs)
 }
 
-/// The reproducer for a build: the tree must be at the variant's commit.
-fn reproduce_make(trees: &Trees, commit: &str, make_cmd: Vec<String>) -> Vec<String> {
-    let mut v = vec![format!(
-        "git -C {} checkout --detach {commit}",
-        trees.build.display()
-    )];
-    v.push(make_cmd.join(" "));
-    v
+/// The reproducer for a build: the tree at the variant's commit, and make
+/// in an O= dir of the cell's own (`<cell dir>/o`, from scratch): the
+/// harness's O= dirs are kept for its own incremental builds, whose mtimes
+/// it sets itself (build::slots).
+fn reproduce_make(
+    trees: &Trees,
+    commit: &str,
+    config: &Path,
+    cell_dir: &Path,
+    make_cmd: Vec<String>,
+) -> Vec<String> {
+    let o = cell_dir.join("o");
+    let make: Vec<String> = make_cmd
+        .into_iter()
+        .map(|a| {
+            if a.starts_with("O=") {
+                format!("O={}", o.display())
+            } else {
+                a
+            }
+        })
+        .collect();
+    vec![
+        format!(
+            "git -C {} checkout --detach {commit}",
+            trees.build.display()
+        ),
+        format!(
+            "mkdir -p {o} && cp {} {o}/.config",
+            config.display(),
+            o = o.display()
+        ),
+        make.join(" "),
+    ]
+}
+
+/// The persistent O= dirs of a cell's kernel/arch/config.
+pub fn build_slots(ctx: &Ctx, cell: &Cell) -> Slots {
+    Slots::new(
+        ctx.cache
+            .dir(&["build", &cell.kernel, cell.arch.name(), &cell.config]),
+    )
 }
 
 fn guest_for(
