@@ -1,7 +1,8 @@
 //! `cargo xtask aa-rate RUN...`: the comparisons of each run recomputed with
-//! the matrix's declarations, the A/A ones (base vs base~aa) counted per
-//! arch against the goals, and the boot-to-boot noise of each metric. Exit
-//! 0 when every goal is met, 1 otherwise.
+//! the matrix's declarations, the A/A ones (base vs base~aa, or base vs a
+//! layout twin with `--twin`) counted per arch against the goals, and the
+//! boot-to-boot noise of each metric. Exit 0 when every goal is met, 1
+//! otherwise.
 
 use std::path::PathBuf;
 
@@ -22,6 +23,11 @@ pub struct AaRateCmd {
     /// Only metrics starting with PREFIX (repeatable; default all).
     #[arg(long, value_name = "PREFIX")]
     metric: Vec<String>,
+    /// The variant that must behave as the base: `base~aa` (the same image,
+    /// `matrix --aa`) or a layout twin, a series whose code differs but
+    /// whose behaviour does not (tests/planted/layout-*).
+    #[arg(long, value_name = "VARIANT", default_value = crate::plan::matrix::AA_VARIANT)]
+    twin: String,
 }
 
 impl AaRateCmd {
@@ -38,13 +44,13 @@ impl AaRateCmd {
             all.push((p.display().to_string(), cs));
             loaded.push(run);
         }
-        let t = aa::tally(&all, &self.metric);
-        print!("{}", text::text(&t));
-        let mut noise = aa::noise(&loaded.iter().collect::<Vec<_>>(), &m);
+        let t = aa::tally(&all, &self.metric, &self.twin);
+        print!("{}", text::text(&t, &self.twin));
+        let mut noise = aa::noise(&loaded.iter().collect::<Vec<_>>(), &m, &self.twin);
         noise.retain(|(_, name), _| {
             self.metric.is_empty() || self.metric.iter().any(|p| name.starts_with(p))
         });
-        print!("{}", text::noise_text(&noise));
+        print!("{}", text::noise_text(&noise, &self.twin));
         Ok(if aa::all_met(&t) { 0 } else { 1 })
     }
 }

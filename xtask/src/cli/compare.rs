@@ -66,6 +66,7 @@ fn one_run(dir: &Path, m: &crate::plan::matrix::Matrix) -> Result<Vec<Comparison
         Some(cs) => cs,
         None => bail!("interrupted: {} left as it was", path.display()),
     };
+    run.cross_checks = crate::stats::crosscheck::cross_checks(&run, m);
     run.save(&path)?;
     let table = table::markdown(&run.comparisons);
     println!(

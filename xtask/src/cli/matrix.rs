@@ -226,8 +226,9 @@ pub fn execute(
 /// summary.md of a run (an A/A run, `--aa`, also says how much a boot's
 /// figure moves here), written; its text.
 fn write_summary(run: &results::Run, m: &Matrix, run_dir: &std::path::Path) -> String {
+    let twin = crate::plan::matrix::AA_VARIANT;
     let summary = super::reports::summary(run)
-        + &crate::report::aa::noise_text(&crate::stats::aa::noise(&[run], m));
+        + &crate::report::aa::noise_text(&crate::stats::aa::noise(&[run], m, twin), twin);
     if let Err(e) =
         crate::host::cache::write_atomic(&run_dir.join("summary.md"), summary.as_bytes())
     {

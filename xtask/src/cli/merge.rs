@@ -60,6 +60,7 @@ impl MergeCmd {
             Some(cs) => cs,
             None => bail!("interrupted: nothing written"),
         };
+        run.cross_checks = crate::stats::crosscheck::cross_checks(&run, &m);
         let cis = MedianCis::new(&stop);
         let summary = reports::summary_with(&run, &cis);
         check_interrupted()?;

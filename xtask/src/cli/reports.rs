@@ -697,11 +697,12 @@ mod mutations {
             &serde_json::to_value(&doc).unwrap(),
         )?;
         // `aa-rate`.
-        let t = aa::tally(&[("b".into(), cs)], &[]);
-        no_nan_or_inf("aa-rate", &crate::report::aa::text(&t))?;
+        let twin = crate::plan::matrix::AA_VARIANT;
+        let t = aa::tally(&[("b".into(), cs)], &[], twin);
+        no_nan_or_inf("aa-rate", &crate::report::aa::text(&t, twin))?;
         no_nan_or_inf(
             "aa-rate: noise",
-            &crate::report::aa::noise_text(&aa::noise(&[&run], m)),
+            &crate::report::aa::noise_text(&aa::noise(&[&run], m, twin), twin),
         )?;
         Ok(true)
     }

@@ -37,6 +37,10 @@ pub struct Matrix {
     /// Declared comparisons of one variant across two configs.
     #[serde(default)]
     pub across: Vec<Across>,
+    /// Pairs of metrics that measure one quantity with two tools, checked
+    /// against each other in every cell that has both.
+    #[serde(default)]
+    pub agree: Vec<Agree>,
     /// `matrix --aa`: every kernel also runs `AA_VARIANT`, the base a
     /// second time under another name (not a matrix.toml key).
     #[serde(skip)]
@@ -155,6 +159,22 @@ pub struct Within {
     /// of two host states, told apart by another metric of the cell.
     #[serde(default)]
     pub split: Option<WithinSplit>,
+}
+
+/// `[[agree]]`: two metrics of one cell that time the same thing with two
+/// tools (the series' own perf bench and seccomp_notify, both one user
+/// notification's round trip). Medians more than `factor` apart (either
+/// way) mean one tool does not measure what it says: said in the answer.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Agree {
+    pub a: String,
+    pub b: String,
+    /// How far apart the two medians may be, as a ratio (> 1).
+    pub factor: f64,
+    /// What the two measure, said beside a disagreement.
+    #[serde(default)]
+    pub what: Option<String>,
 }
 
 /// `[within.split]`: a pair whose true difference depends on the host (sync
@@ -1403,6 +1423,26 @@ impl Matrix {
                 }
             }
         }
+        for (i, a) in self.agree.iter().enumerate() {
+            if a.a.is_empty() || a.b.is_empty() || a.a == a.b {
+                return Err(at.err_at(
+                    keys!["agree", i, "b"],
+                    format!(
+                        "[[agree]] needs two different metric names (got `{}` and `{}`)",
+                        a.a, a.b
+                    ),
+                ));
+            }
+            if !(a.factor.is_finite() && a.factor > 1.0) {
+                return Err(at.err_at(
+                    keys!["agree", i, "factor"],
+                    format!(
+                        "[[agree]] {} vs {}: factor = {} must be a ratio above 1 (2.0: the medians within 2x of each other)",
+                        a.a, a.b, a.factor
+                    ),
+                ));
+            }
+        }
         for (name, m) in &self.metric {
             in_range(
                 at,
@@ -1981,6 +2021,30 @@ reason = "r"
             &within("{ metric = \"b.host.gap\", at = 20.0 }")
         )
         .is_ok());
+        // Two tools on one quantity: two names, and a factor above 1.
+        let agree = |a: &str, factor: &str| {
+            format!("{GOOD}\n[[agree]]\na = \"{a}\"\nb = \"b.x\"\nfactor = {factor}\n")
+        };
+        let e = parse_err(&agree("b.x", "2.0"));
+        assert!(
+            e.contains("[[agree]] needs two different metric names (got `b.x` and `b.x`)"),
+            "{e}"
+        );
+        for bad in ["1.0", "0.5", "nan", "inf", "-2.0"] {
+            let e = parse_err(&agree("p.x", bad));
+            assert!(
+                e.contains("[[agree]] p.x vs b.x: factor = ")
+                    && e.contains("must be a ratio above 1"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(
+            Matrix::parse("matrix.toml", &agree("p.x", "2.0"))
+                .unwrap()
+                .agree[0]
+                .factor,
+            2.0
+        );
         let e = parse_err(&GOOD.replace("outcome = \"fail\"", "outcome = 3"));
         assert!(
             e.starts_with("matrix.toml:26:11:") && e.contains("wanted string"),
@@ -2126,15 +2190,16 @@ reason = "r"
         assert_eq!(reasons(&cell(AA_VARIANT, &["t1"])), ["r"]);
     }
 
-    /// tests/planted: base and four delay series per arch, one patch each,
-    /// the benchmark only, its placement shares never compared.
+    /// tests/planted: base, four delay series and a layout twin per arch,
+    /// one patch each, the benchmark only, its placement shares never
+    /// compared.
     #[test]
     fn the_planted_matrix_is_valid() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
         let path = format!("{root}/tests/planted/matrix.toml");
         let m = Matrix::parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
         let cells = m.cells(&Filters::default()).unwrap();
-        assert_eq!(cells.len(), 10);
+        assert_eq!(cells.len(), 12);
         assert!(cells.iter().all(|c| c.tests == ["seccomp_notify"]));
         // The default matrix's boots, so what it detects is the default's.
         let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../matrix.toml");
@@ -2148,8 +2213,14 @@ reason = "r"
                 crate::plan::series::files(name, &std::path::Path::new(root).join(&spec.dir))
                     .unwrap();
             assert_eq!(patches.len(), 1, "{name}");
-            let us = name.trim_start_matches("delay-").trim_end_matches("us");
             let patch = std::fs::read_to_string(&patches[0]).unwrap();
+            if name == "layout" {
+                // Code that moves what follows, and nothing that runs.
+                assert!(patch.contains("+\tasm volatile(\".skip 1500\");\n"));
+                assert!(!patch.contains("udelay"));
+                continue;
+            }
+            let us = name.trim_start_matches("delay-").trim_end_matches("us");
             assert!(patch.contains(&format!("+\tudelay({us});\n")), "{name}");
         }
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.same_cpu_share"));

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::plan::matrix::AA_VARIANT;
 use crate::stats::aa::{
     Alarm, Goal, Noise, Tally, MAX_FALSE_ALARM_PCT, MIN_COMPARISONS, MIN_NO_CHANGE_PCT,
 };
@@ -52,10 +53,14 @@ fn goal(t: &Tally, g: Goal) -> String {
 
 /// The report: per arch the counts, the goals met or not, the false
 /// alarms one by one.
-pub fn text(tallies: &BTreeMap<String, Tally>) -> String {
+pub fn text(tallies: &BTreeMap<String, Tally>, twin: &str) -> String {
     if tallies.is_empty() {
-        return "no A/A comparison (base vs base~aa) in these runs: run them with `matrix --aa`\n"
-            .into();
+        return if twin == AA_VARIANT {
+            "no A/A comparison (base vs base~aa) in these runs: run them with `matrix --aa`\n"
+                .into()
+        } else {
+            format!("no A/A comparison (base vs {twin}) in these runs: run both variants with `matrix --variant base --variant {twin}`\n")
+        };
     }
     let mut s = String::new();
     for (arch, t) in tallies {
@@ -99,7 +104,7 @@ pub fn text(tallies: &BTreeMap<String, Tally>) -> String {
     s
 }
 
-pub fn noise_text(n: &BTreeMap<(String, String), Noise>) -> String {
+pub fn noise_text(n: &BTreeMap<(String, String), Noise>, twin: &str) -> String {
     if n.is_empty() {
         return String::new();
     }
@@ -120,7 +125,7 @@ pub fn noise_text(n: &BTreeMap<(String, String), Noise>) -> String {
         );
         if let Some((sd, df, needed)) = x.paired {
             s += &format!(
-                "    in pairs of boots (base~aa over base, boot by boot): the ratio varies {sd:.1}% (SD, {df} df); {}\n",
+                "    in pairs of boots ({twin} over base, boot by boot): the ratio varies {sd:.1}% (SD, {df} df); {}\n",
                 match needed {
                     Some(n) => format!("{n} pairs"),
                     None => "more than 50 pairs".into(),
@@ -167,8 +172,9 @@ mod tests {
                 ],
             )],
             &[],
+            AA_VARIANT,
         );
-        let s = text(&t);
+        let s = text(&t, AA_VARIANT);
         assert!(
             s.contains("  false alarm r1: 6.1/base~aa/arm64/tiny m.a regressed +55.9% [+53.4%, +58.4%] p=0.0100, CI past min_effect_pct 5%\n"),
             "{s}"
@@ -188,7 +194,7 @@ mod tests {
         cs.extend((0..4).map(|_| cmp(Verdict::TooNoisy, (-8.0, 2.0))));
         cs[2].boots_base = 12;
         cs[2].boots_new = 12;
-        let s = text(&tally(&[("r".into(), cs)], &[]));
+        let s = text(&tally(&[("r".into(), cs)], &[], AA_VARIANT), AA_VARIANT);
         assert!(s.starts_with("arm64: 19 A/A comparisons from 1 runs: 15 no change (78.9%), 4 too noisy, 0 too few samples, 0 false alarms (0.0%"), "{s}");
         // (18 x 3 + 12) / 19 = 3.47 boots a side.
         assert!(
@@ -207,7 +213,8 @@ mod tests {
             s.contains("  goal at least 20 comparisons (19): NOT MET\n"),
             "{s}"
         );
-        assert!(text(&BTreeMap::new()).contains("matrix --aa"));
+        assert!(text(&BTreeMap::new(), AA_VARIANT).contains("matrix --aa"));
+        assert!(text(&BTreeMap::new(), "layout").contains("(base vs layout)"));
     }
 
     /// The noise of the real A/A runs, in words (the figures are checked in
@@ -215,14 +222,14 @@ mod tests {
     #[test]
     fn the_noise_table_gives_each_figure_with_its_df() {
         let (run, m) = fixture_run("aa-1");
-        let t = noise_text(&noise(&[&run], &m));
+        let t = noise_text(&noise(&[&run], &m, AA_VARIANT), AA_VARIANT);
         assert!(t.contains("x86_64 seccomp_notify.default.same-cpu: median varies 18.2% (SD) from boot to boot (4 df)"), "{t}");
         let (run, m) = fixture_run("aa-host-phase");
-        let t = noise_text(&noise(&[&run], &m));
+        let t = noise_text(&noise(&[&run], &m, AA_VARIANT), AA_VARIANT);
         assert!(
             t.contains("in pairs of boots (base~aa over base, boot by boot): the ratio varies"),
             "{t}"
         );
-        assert_eq!(noise_text(&BTreeMap::new()), "");
+        assert_eq!(noise_text(&BTreeMap::new(), AA_VARIANT), "");
     }
 }

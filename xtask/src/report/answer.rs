@@ -3,12 +3,14 @@
 //! build error), cases newly failing or newly passing, and every
 //! significant change with its CI, base against series, plus the pairs
 //! only the series can measure (sync vs default where the base has no
-//! sync mode). summary.md, the terminal's last lines and the HTML report
+//! sync mode), and two tools on one quantity that disagree in a series
+//! cell (`[[agree]]`: the series' own benchmark timing something else).
+//! summary.md, the terminal's last lines and the HTML report
 //! open with it; the tables follow. Rendering only.
 
 use std::collections::BTreeMap;
 
-use super::{ci_pct, pct, verdict_words};
+use super::{ci_pct, cross_check_words, pct, verdict_words};
 use crate::schema::{CellResult, Comparison, ComparisonKind, Outcome, Run, Verdict};
 
 /// One series of one kernel, and what it did.
@@ -65,6 +67,12 @@ pub fn answer(run: &Run) -> Vec<Said> {
 fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<String> {
     let at = format!("{}/{}", nc.arch, nc.config);
     let mut out = Vec::new();
+    let disagree: Vec<String> = run
+        .cross_checks
+        .iter()
+        .filter(|x| x.cell == nc.id && !x.agree)
+        .map(|x| format!("{at}: {}", cross_check_words(x)))
+        .collect();
     if !is_test_result(nc.outcome) {
         let base_too = base.is_some_and(|b| b.outcome == nc.outcome);
         out.push(format!(
@@ -80,6 +88,7 @@ fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<Stri
     }
     let Some(bc) = base else {
         out.push(format!("{at}: no base cell in this run to compare with"));
+        out.extend(disagree);
         return out;
     };
     let (was, now) = (cases(bc), cases(nc));
@@ -126,6 +135,7 @@ fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<Stri
             verdict_words(c)
         ));
     }
+    out.extend(disagree);
     out
 }
 
@@ -270,5 +280,43 @@ mod tests {
         let mut bare = default_run();
         bare.cells.retain(|c| c.variant == "base");
         assert!(markdown(&bare).contains(NO_SERIES));
+    }
+
+    /// Two tools on one round trip that disagree in a series cell are
+    /// named last in its items, with both medians and the factor; a pair
+    /// that agrees, or a base cell's, is not news of the series.
+    #[test]
+    fn a_cross_check_that_fails_in_a_series_cell_is_said() {
+        let mut run = default_run();
+        let check = |cell: &str, a: f64, b: f64, agree: bool| crate::schema::CrossCheck {
+            cell: cell.into(),
+            a: "perf_bench.seccomp_notify.default".into(),
+            b: "seccomp_notify.default.unpinned".into(),
+            unit_a: "us".into(),
+            unit_b: "us/op".into(),
+            median_a: a,
+            median_b: b,
+            ratio: a / b,
+            factor: 2.0,
+            agree,
+            what: Some("one round trip".into()),
+        };
+        run.cross_checks = vec![
+            check("6.1/seccomp-sync-wakeup/x86_64/tiny", 0.466, 81.9, false),
+            check("6.1/seccomp-sync-wakeup/arm64/tiny", 86.1, 83.4, true),
+            check("6.1/base/arm64/tiny", 0.5, 90.0, false),
+        ];
+        let items = &answer(&run)[0].items;
+        assert_eq!(
+            items.iter().filter(|i| i.contains("perf_bench")).collect::<Vec<_>>(),
+            ["x86_64/tiny: perf_bench.seccomp_notify.default 0.466 us is 176x below seccomp_notify.default.unpinned 81.9 us/op, where the two should agree within 2x (one round trip)"]
+        );
+        let no_cis = || true;
+        let md = crate::report::markdown::markdown(
+            &run,
+            &crate::stats::intervals::MedianCis::new(&no_cis),
+        );
+        assert!(md.contains("\n## Cross-checks\n\n- 6.1/seccomp-sync-wakeup/x86_64/tiny: **DISAGREE** perf_bench"), "{md}");
+        assert!(md.contains("- 6.1/seccomp-sync-wakeup/arm64/tiny: perf_bench.seccomp_notify.default 86.1 us is 1.03x above seccomp_notify.default.unpinned 83.4 us/op, within 2x\n"), "{md}");
     }
 }

@@ -112,6 +112,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         };
         let lines = annotations(&run);
         assert_eq!(
@@ -141,6 +142,7 @@ mod tests {
             comparisons: vec![c],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         };
         assert_eq!(
             annotations(&run),

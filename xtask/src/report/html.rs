@@ -898,6 +898,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         };
         let page = html(&run, &cis);
         assert!(page.contains("is drawn thinned"), "{page}");

@@ -147,6 +147,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         };
         let xml = junit(&run).to_string().unwrap();
         assert!(
@@ -176,6 +177,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         };
         junit(&run).to_string().unwrap();
     }

@@ -63,8 +63,26 @@ pub fn markdown(run: &Run, cis: &MedianCis) -> String {
     prefixes(&mut s, run);
     cells_table(&mut s, run);
     metrics_table(&mut s, run, cis);
+    cross_checks(&mut s, run);
     not_as_expected(&mut s, run);
     s
+}
+
+/// `[[agree]]`: two tools on one quantity, cell by cell.
+fn cross_checks(s: &mut String, run: &Run) {
+    if run.cross_checks.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Cross-checks\n");
+    for x in &run.cross_checks {
+        let _ = writeln!(
+            s,
+            "- {}: {}{}",
+            x.cell,
+            if x.agree { "" } else { "**DISAGREE** " },
+            super::cross_check_words(x)
+        );
+    }
 }
 
 /// What a `NAME@K` variant is: the first K patches of series NAME.
@@ -327,6 +345,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         }
     }
 
@@ -517,6 +536,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         }
     }
 

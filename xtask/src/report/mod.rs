@@ -42,6 +42,53 @@ pub fn ci_pct(lo: f64, hi: f64) -> String {
     }
 }
 
+/// A measured figure with three significant digits or so: "0.466",
+/// "81.9", "261"; "-" when it is not a finite number.
+pub fn sig3(x: f64) -> String {
+    let a = x.abs();
+    let places = if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else {
+        3
+    };
+    fixed(x, places)
+}
+
+/// One `[[agree]]` check in words: "perf_bench.seccomp_notify.default
+/// 0.466 us is 176x below seccomp_notify.default.unpinned 81.9 us/op,
+/// where the two should agree within 2x (WHAT)", or for a pair that
+/// agrees "... is 1.03x above ..., within 2x".
+pub fn cross_check_words(x: &crate::schema::CrossCheck) -> String {
+    let how = if x.ratio >= 1.0 {
+        format!("{}x above", sig3(x.ratio))
+    } else {
+        format!("{}x below", sig3(1.0 / x.ratio))
+    };
+    let what = x
+        .what
+        .as_deref()
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
+    let verdict = if x.agree {
+        format!("within {}x", x.factor)
+    } else {
+        format!("where the two should agree within {}x{what}", x.factor)
+    };
+    format!(
+        "{} {} {} is {how} {} {} {}, {verdict}",
+        x.a,
+        sig3(x.median_a),
+        x.unit_a,
+        x.b,
+        sig3(x.median_b),
+        x.unit_b
+    )
+}
+
 /// The verdict in words, and for `cannot-compare` why.
 pub fn verdict_words(c: &crate::schema::Comparison) -> String {
     match (&c.verdict, &c.reason) {

@@ -86,6 +86,7 @@ pub fn load_or_new(path: &Path, matrix_shown: &str) -> Result<Run> {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         })
     }
 }
@@ -215,6 +216,7 @@ impl<'a> Driver<'a> {
     pub fn save(&mut self, r: CellResult) -> Result<()> {
         self.run.upsert(r);
         self.run.comparisons = compare::compare(&self.run, self.ctx.matrix);
+        self.run.cross_checks = crate::stats::crosscheck::cross_checks(&self.run, self.ctx.matrix);
         self.run.save(&self.results_path)
     }
 
@@ -519,6 +521,7 @@ impl<'a> Driver<'a> {
             comparisons: vec![],
             origins: vec![],
             looks: self.run.looks,
+            cross_checks: Vec::new(),
         };
         let cs = compare::compare(&so_far, m);
         let member = |id: &str| members.iter().copied().find(|&k| cells[k].id() == id);

@@ -79,6 +79,7 @@ pub fn merge(inputs: &[(String, Run)], order: &[String]) -> Result<Run, MergeErr
         origins: vec![],
         // The jobs of one fan-out run the same flags, so the same looks.
         looks: first.looks,
+        cross_checks: Vec::new(),
     };
     for (_, run) in inputs.iter() {
         for o in &run.origins {
@@ -134,6 +135,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         }
     }
 

@@ -86,6 +86,31 @@ pub struct Run {
     /// undecided (stats::sequential); None: one look, at ALPHA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub looks: Option<Looks>,
+    /// Two tools' figures for one quantity, checked against each other
+    /// (matrix.toml `[[agree]]`, stats/crosscheck.rs), refreshed with the
+    /// comparisons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cross_checks: Vec<CrossCheck>,
+}
+
+/// One `[[agree]]` pair in one cell: both medians, their ratio, and
+/// whether it lies within the declared factor either way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrossCheck {
+    pub cell: String,
+    pub a: String,
+    pub b: String,
+    pub unit_a: String,
+    pub unit_b: String,
+    pub median_a: f64,
+    pub median_b: f64,
+    /// median_a / median_b.
+    pub ratio: f64,
+    pub factor: f64,
+    pub agree: bool,
+    /// What both measure (matrix.toml `what`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
 }
 
 /// A run's planned looks: every cell boots `first` times, then `step`
@@ -992,6 +1017,7 @@ mod tests {
             comparisons: vec![comparison()],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         };
         run.save(&path).unwrap();
         assert!(!path.with_extension("json.tmp").exists());

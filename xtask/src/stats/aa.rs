@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use super::compare::interleaved;
 use super::location::location;
 use super::noise::{log_ss, pair_log_ss, pooled_noise};
-use crate::plan::matrix::{Matrix, AA_VARIANT};
+use crate::plan::matrix::Matrix;
 use crate::schema::{CellResult, Comparison, ComparisonKind, Run, Verdict};
 
 /// At most this share of A/A comparisons may say improved or regressed.
@@ -102,23 +102,32 @@ impl Tally {
     }
 }
 
-/// Whether a comparison is an A/A one: base against its twin, one metric.
-pub fn is_aa(c: &Comparison) -> bool {
+/// Whether a comparison is an A/A one: base against `twin`, one metric.
+/// The twin is `base~aa` (the same image) or a variant whose code differs
+/// from the base's but whose behaviour does not (a layout twin): either
+/// way any verdict but "no change" is a false alarm.
+pub fn is_aa(c: &Comparison, twin: &str) -> bool {
     let variant = |id: &str| id.split('/').nth(1).unwrap_or_default().to_string();
     c.kind == ComparisonKind::Variants
         && variant(&c.base_cell) == "base"
-        && variant(&c.new_cell) == AA_VARIANT
+        && variant(&c.new_cell) == twin
         && c.base_metric == c.new_metric
 }
 
-/// Tallies per arch over `runs` (a label and its comparisons each),
-/// keeping metrics that start with one of `metrics` (all when empty).
-pub fn tally(runs: &[(String, Vec<Comparison>)], metrics: &[String]) -> BTreeMap<String, Tally> {
+/// Tallies per arch over `runs` (a label and its comparisons each), of
+/// base against `twin`, keeping metrics that start with one of `metrics`
+/// (all when empty).
+pub fn tally(
+    runs: &[(String, Vec<Comparison>)],
+    metrics: &[String],
+    twin: &str,
+) -> BTreeMap<String, Tally> {
     let mut out: BTreeMap<String, Tally> = BTreeMap::new();
     for (label, cs) in runs {
         let mut seen: Vec<String> = Vec::new();
         for c in cs.iter().filter(|c| {
-            is_aa(c) && (metrics.is_empty() || metrics.iter().any(|p| c.new_metric.starts_with(p)))
+            is_aa(c, twin)
+                && (metrics.is_empty() || metrics.iter().any(|p| c.new_metric.starts_with(p)))
         }) {
             let arch = c.new_cell.split('/').nth(2).unwrap_or_default().to_string();
             let t = out.entry(arch.clone()).or_default();
@@ -178,14 +187,13 @@ pub struct Noise {
 }
 
 /// Per (arch, metric): the boot-to-boot noise of the A/A runs' cells (base
-/// and base~aa both: the same kernel), for every compared metric with at
-/// least two boots.
-pub fn noise(runs: &[&Run], m: &Matrix) -> BTreeMap<(String, String), Noise> {
+/// and its `twin`), for every compared metric with at least two boots.
+pub fn noise(runs: &[&Run], m: &Matrix, twin: &str) -> BTreeMap<(String, String), Noise> {
     let mut acc = Pooled::new();
     let mut pairs = Pooled::new();
     for run in runs {
-        pool_pairs(&mut pairs, run, m);
-        pool_boots(&mut acc, run, m);
+        pool_pairs(&mut pairs, run, m, twin);
+        pool_boots(&mut acc, run, m, twin);
     }
     acc.into_iter()
         .filter(|(_, (_, df))| *df > 0)
@@ -223,9 +231,9 @@ fn add(p: &mut Pooled, arch: &str, metric: &str, (ss, df): (f64, usize)) {
 }
 
 /// The twin against its base, pair by pair, where the boots paired.
-fn pool_pairs(pairs: &mut Pooled, run: &Run, m: &Matrix) {
-    for t in run.cells.iter().filter(|c| c.variant == AA_VARIANT) {
-        let base_id = t.id.replacen(&format!("/{AA_VARIANT}/"), "/base/", 1);
+fn pool_pairs(pairs: &mut Pooled, run: &Run, m: &Matrix, twin: &str) {
+    for t in run.cells.iter().filter(|c| c.variant == twin) {
+        let base_id = t.id.replacen(&format!("/{twin}/"), "/base/", 1);
         let Some(b) = run.cells.iter().find(|c| c.id == base_id) else {
             continue;
         };
@@ -251,18 +259,18 @@ fn pool_pairs(pairs: &mut Pooled, run: &Run, m: &Matrix) {
     }
 }
 
-/// Boot to boot within each cell of an A/A pair (base and base~aa both:
-/// the same kernel), for every compared metric with at least two boots.
-fn pool_boots(acc: &mut Pooled, run: &Run, m: &Matrix) {
+/// Boot to boot within each cell of an A/A pair (base and its twin), for
+/// every compared metric with at least two boots.
+fn pool_boots(acc: &mut Pooled, run: &Run, m: &Matrix, twin: &str) {
     let has_twin = |c: &CellResult| {
-        let twin =
-            c.id.replacen(&format!("/{}/", c.variant), &format!("/{AA_VARIANT}/"), 1);
-        c.variant == "base" && run.cells.iter().any(|x| x.id == twin)
+        let id =
+            c.id.replacen(&format!("/{}/", c.variant), &format!("/{twin}/"), 1);
+        c.variant == "base" && run.cells.iter().any(|x| x.id == id)
     };
     for c in run
         .cells
         .iter()
-        .filter(|c| c.variant == AA_VARIANT || has_twin(c))
+        .filter(|c| c.variant == twin || has_twin(c))
     {
         for metric in c
             .metrics
@@ -288,6 +296,7 @@ pub fn all_met(tallies: &BTreeMap<String, Tally>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::matrix::AA_VARIANT;
     use crate::schema::{Better, PTest};
 
     fn cmp(arch: &str, new_variant: &str, metric: &str, v: Verdict, ci: (f64, f64)) -> Comparison {
@@ -352,7 +361,29 @@ mod tests {
             Verdict::TooFewSamples,
             (-1.0, 1.0),
         )];
-        let t = tally(&[("r1".into(), run1.clone()), ("r2".into(), run2)], &[]);
+        let t = tally(
+            &[("r1".into(), run1.clone()), ("r2".into(), run2)],
+            &[],
+            AA_VARIANT,
+        );
+        // A layout twin is counted only when asked for, and then alone.
+        let mut with_layout = run1.clone();
+        with_layout.push(cmp(
+            "arm64",
+            "layout",
+            "m.a",
+            Verdict::Improved,
+            (-12.0, -6.0),
+        ));
+        let l = tally(&[("r1".into(), with_layout.clone())], &[], "layout");
+        assert_eq!(l.keys().collect::<Vec<_>>(), ["arm64"]);
+        assert_eq!((l["arm64"].comparisons, l["arm64"].improved), (1, 1));
+        assert_eq!(
+            l["arm64"].alarms[0].comparison.new_cell,
+            "6.1/layout/arm64/tiny"
+        );
+        let aa_only = tally(&[("r1".into(), with_layout)], &[], AA_VARIANT);
+        assert_eq!(aa_only["arm64"].comparisons, 2);
         let x = &t["x86_64"];
         assert_eq!(
             (
@@ -404,7 +435,7 @@ mod tests {
             )
         );
         // A metric filter.
-        let t = tally(&[("r1".into(), run1)], &["m.b".into()]);
+        let t = tally(&[("r1".into(), run1)], &["m.b".into()], AA_VARIANT);
         assert_eq!(t["arm64"].comparisons, 1);
         assert_eq!(t["x86_64"].comparisons, 1);
     }
@@ -437,7 +468,7 @@ mod tests {
             Verdict::Regressed,
             (1.0, 11.0),
         ));
-        let t = tally(&[("r".into(), cs.clone())], &[]);
+        let t = tally(&[("r".into(), cs.clone())], &[], AA_VARIANT);
         assert!(
             t["arm64"].goals().iter().all(|g| g.1),
             "{:?}",
@@ -446,7 +477,7 @@ mod tests {
         assert!(all_met(&t));
         // The same false alarm with its CI past 5%: the first goal fails.
         cs[19] = cmp("arm64", AA_VARIANT, "m", Verdict::Regressed, (6.0, 11.0));
-        let t = tally(&[("r".into(), cs.clone())], &[]);
+        let t = tally(&[("r".into(), cs.clone())], &[], AA_VARIANT);
         let g: Vec<bool> = t["arm64"].goals().iter().map(|g| g.1).collect();
         assert_eq!(g, [false, true, true]);
         // Two more too noisy instead of no change: 75% no change; and 19
@@ -457,7 +488,7 @@ mod tests {
         // One comparison got boots added (run.max_boots): 3 a side else.
         cs[2].boots_base = 12;
         cs[2].boots_new = 12;
-        let t = tally(&[("r".into(), cs)], &[]);
+        let t = tally(&[("r".into(), cs)], &[], AA_VARIANT);
         let g: Vec<bool> = t["arm64"].goals().iter().map(|g| g.1).collect();
         assert_eq!(g, [true, false, false]);
         let x = &t["arm64"];
@@ -484,7 +515,7 @@ mod tests {
     #[test]
     fn noise_from_a_real_aa_run() {
         let (run, m) = crate::stats::compare::aa_fixture::fixture_run("aa-1");
-        let n = noise(&[&run], &m);
+        let n = noise(&[&run], &m, AA_VARIANT);
         let keys: Vec<String> = n.keys().map(|(a, m)| format!("{a} {m}")).collect();
         assert_eq!(
             keys,
@@ -518,7 +549,7 @@ mod tests {
     #[test]
     fn paired_noise_is_what_is_left_once_a_shared_host_state_cancels() {
         let (run, m) = crate::stats::compare::aa_fixture::fixture_run("aa-host-phase");
-        let n = noise(&[&run], &m);
+        let n = noise(&[&run], &m, AA_VARIANT);
         let x = &n[&(
             "arm64".to_string(),
             "seccomp_notify.default.cross-cpu".to_string(),
@@ -537,6 +568,8 @@ mod tests {
                 b.seq += 1000;
             }
         }
-        assert!(noise(&[&apart], &m).values().all(|x| x.paired.is_none()));
+        assert!(noise(&[&apart], &m, AA_VARIANT)
+            .values()
+            .all(|x| x.paired.is_none()));
     }
 }

@@ -962,6 +962,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         };
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.mixed_share"));
         assert!(m.compared("seccomp_notify.default.unpinned"));
@@ -1039,6 +1040,7 @@ mod tests {
             comparisons: vec![],
             origins: vec![],
             looks: None,
+            cross_checks: Vec::new(),
         };
         let find = |cs: &[Comparison], new_cell: &str, metric: &str| {
             cs.iter()

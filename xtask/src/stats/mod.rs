@@ -10,6 +10,7 @@
 pub mod aa;
 pub mod bootstrap;
 pub mod compare;
+pub mod crosscheck;
 pub mod distributions;
 pub mod hypothesis;
 pub mod intervals;
