@@ -568,7 +568,7 @@ impl<'a> Driver<'a> {
                 };
                 self.ui.println(&format!(
                     "{id}: {boots} (of up to {max_boots}): {}",
-                    schedule::why_more(why)
+                    schedule::why_more(why, &id)
                 ));
             }
         }

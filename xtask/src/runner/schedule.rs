@@ -170,14 +170,24 @@ fn state_unseen(c: &Comparison) -> bool {
         .is_some_and(|s| !s.above && s.boots_other == 0)
 }
 
-/// Why `undecided` wants more boots for comparison `c`, for the progress
-/// line: "seccomp_notify.sync.unpinned is too noisy to judge, ...".
-pub fn why_more(c: &Comparison) -> String {
+/// Why `undecided` wants more boots in `cell` for comparison `c`, for the
+/// progress line: "seccomp_notify.sync.unpinned is too noisy to judge,
+/// ...". A cell that boots for another cell's comparison (its base, or a
+/// cell of the same group kept in step) has that cell named.
+pub fn why_more(c: &Comparison, cell: &str) -> String {
     let against = if c.base_cell == c.new_cell {
-        &c.base_metric
+        c.base_metric.as_str()
+    } else if cell == c.base_cell {
+        "this cell"
     } else {
-        &c.base_cell
+        c.base_cell.as_str()
     };
+    if cell != c.new_cell && !state_unseen(c) {
+        return format!(
+            "{}'s {} is too noisy to judge against {against}, {:+.1}% [{:+.1}, {:+.1}]",
+            c.new_cell, c.new_metric, c.pct_change, c.ci95_lo, c.ci95_hi
+        );
+    }
     match &c.split {
         Some(s) if state_unseen(c) => format!(
             "{} vs {}: no boot yet where {} >= {} {} (median {:.1} over {} boots), the state the claim needs",
@@ -422,6 +432,34 @@ mod tests {
     }
 
     #[test]
+    fn a_cell_booting_for_another_cells_comparison_names_that_cell() {
+        let (b, s, t) = (
+            "6.1/base/x86_64/tiny",
+            "6.1/series/x86_64/tiny",
+            "6.1/t/x86_64/tiny",
+        );
+        let mut c = comparison(b, s, "seccomp_notify.default.same-cpu", Verdict::TooNoisy);
+        c.pct_change = 5.7;
+        c.ci95_lo = -1.9;
+        c.ci95_hi = 13.9;
+        assert_eq!(
+            why_more(&c, s),
+            "seccomp_notify.default.same-cpu is too noisy to judge, +5.7% [-1.9, +13.9] \
+             against 6.1/base/x86_64/tiny"
+        );
+        assert_eq!(
+            why_more(&c, b),
+            "6.1/series/x86_64/tiny's seccomp_notify.default.same-cpu is too noisy to judge \
+             against this cell, +5.7% [-1.9, +13.9]"
+        );
+        assert_eq!(
+            why_more(&c, t),
+            "6.1/series/x86_64/tiny's seccomp_notify.default.same-cpu is too noisy to judge \
+             against 6.1/base/x86_64/tiny, +5.7% [-1.9, +13.9]"
+        );
+    }
+
+    #[test]
     fn a_split_pair_boots_on_until_a_boot_is_in_the_state_its_claim_needs() {
         let s = "6.1/series/x86_64/tiny";
         let split = |above: bool, boots_other: usize| {
@@ -443,7 +481,7 @@ mod tests {
         let more = undecided(&cs, |_, _| true);
         assert_eq!(more.len(), 1);
         assert_eq!(
-            why_more(more[0].1),
+            why_more(more[0].1, s),
             "seccomp_notify.sync.unpinned vs seccomp_notify.default.unpinned: no boot yet where \
              seccomp_notify.host.wake_gap >= 10 us (median 2.9 over 6 boots), the state the claim needs"
         );
