@@ -1,7 +1,9 @@
 //! The answer first: what each series did against its base, in one short
 //! block. Per series: cells whose outcome is not a test result (a crash, a
 //! build error), cases newly failing or newly passing, and every
-//! significant change with its CI, base against series, plus the pairs
+//! significant change with its CI, base against series, the comparisons
+//! with the base left too noisy to judge (so that silence is not read as
+//! "no change"), plus the pairs
 //! only the series can measure (sync vs default where the base has no
 //! sync mode), and two tools on one quantity that disagree in a series
 //! cell (`[[agree]]`: the series' own benchmark timing something else).
@@ -135,6 +137,39 @@ fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<Stri
             verdict_words(c)
         ));
     }
+    let judged_here = |c: &&Comparison| {
+        c.kind == ComparisonKind::Variants && c.base_cell == bc.id && c.new_cell == nc.id
+    };
+    let all = run.comparisons.iter().filter(judged_here).count();
+    let noisy: Vec<&Comparison> = run
+        .comparisons
+        .iter()
+        .filter(judged_here)
+        .filter(|c| c.verdict == Verdict::TooNoisy)
+        .collect();
+    if !noisy.is_empty() {
+        let shown: Vec<String> = noisy
+            .iter()
+            .take(3)
+            .map(|c| {
+                format!(
+                    "{} {} {}",
+                    c.new_metric,
+                    pct(c.pct_change, 1),
+                    ci_pct(c.ci95_lo, c.ci95_hi)
+                )
+            })
+            .collect();
+        let more = match noisy.len() {
+            n if n > 3 => format!(", and {} more", n - 3),
+            _ => String::new(),
+        };
+        out.push(format!(
+            "{at}: {} of {all} comparisons with the base too noisy to judge, not a verdict of no change: {}{more}",
+            noisy.len(),
+            shown.join(", ")
+        ));
+    }
     out.extend(disagree);
     out
 }
@@ -202,7 +237,8 @@ mod tests {
     /// The real 6.1 run: the series' new case passes on both arches (it
     /// fails on the base), and sync vs default improved in the series'
     /// cells, where the base has no sync mode to compare; the base-vs-series
-    /// comparisons were all too noisy, so none is listed.
+    /// comparisons were all too noisy, and each cell says so with their
+    /// CIs rather than keep silent.
     #[test]
     fn the_answer_names_new_passes_and_the_series_own_claim() {
         let said = answer(&default_run());
@@ -226,7 +262,17 @@ mod tests {
         assert_eq!(claims.len(), 2, "{items:?}");
         assert!(claims[0].starts_with("x86_64/tiny: ") && claims[0].ends_with(" improved"));
         assert!(claims[0].contains("-46.0% ["), "{}", claims[0]);
-        assert_eq!(items.len(), 4, "{items:?}");
+        assert!(
+            items.contains(
+                &"x86_64/tiny: 3 of 3 comparisons with the base too noisy to judge, not a \
+                  verdict of no change: seccomp_notify.default.unpinned -1.6% [-15.4%, +8.3%], \
+                  seccomp_notify.default.same-cpu -4.0% [-15.1%, +4.8%], \
+                  seccomp_notify.default.cross-cpu -1.8% [-14.7%, +11.6%]"
+                    .to_string()
+            ),
+            "{items:?}"
+        );
+        assert_eq!(items.len(), 6, "{items:?}");
     }
 
     /// A crash is said first with whether the matrix expected it; a case
@@ -269,7 +315,9 @@ mod tests {
 
         // No test moved and no change was significant: one line.
         let mut quiet = default_run();
-        quiet.comparisons.retain(|c| !significant(c));
+        quiet
+            .comparisons
+            .retain(|c| !significant(c) && c.verdict != Verdict::TooNoisy);
         let base_tests = quiet.cells[0].tests.clone();
         for c in quiet.cells.iter_mut().filter(|c| c.variant != "base") {
             c.tests = base_tests.clone();
