@@ -147,8 +147,11 @@ fn x86_64_with_series_passes_every_seccomp_case() {
     // in a boot (seccomp_notify.host.wake_gap_pct, one value per boot). On
     // the shared hosts measured that cost switches between ~40% and ~10%
     // of a same-CPU round trip for minutes at a time: where it is large,
-    // sync must come out ahead; where it is small there is little to gain,
-    // and only a regression would be wrong.
+    // sync must not come out behind. Where it is small sync runs the
+    // supervisor on the waker's CPU for nothing, and on a slow host cost
+    // +2 to +21% there (docs/measurements.md, "perf bench seccomp-notify"):
+    // "regressed" is the host's answer then, and only a sync path far
+    // slower than any boot measured (+50%) is wrong.
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let pct = metrics
@@ -176,8 +179,9 @@ fn x86_64_with_series_passes_every_seccomp_case() {
     // A boot whose speed checks set aside every sample of a metric has no
     // samples of it: the pair's boots no longer line up with the host
     // states, and the pair is judged once, unsplit (on a noisy hour here
-    // 96-98% of the samples were set aside and one boot kept none). Then
-    // only a regression would be wrong.
+    // 96-98% of the samples were set aside and one boot kept none). Its
+    // boots may all be of the cheap state, so, as there, only a sync path
+    // far slower than any boot measured is wrong.
     let boots_of = |name: &str| {
         metrics
             .iter()
@@ -190,7 +194,11 @@ fn x86_64_with_series_passes_every_seccomp_case() {
     {
         assert_eq!(claims.len(), 1, "{claims:?}");
         assert!(claims[0]["split"].is_null(), "{}", claims[0]);
-        assert_ne!(claims[0]["verdict"], "regressed", "{}", claims[0]);
+        assert!(
+            claims[0]["pct_change"].as_f64().unwrap() < 50.0,
+            "{}",
+            claims[0]
+        );
     }
     for c in claims.iter().filter(|c| !c["split"].is_null()) {
         let split = &c["split"];
@@ -205,13 +213,21 @@ fn x86_64_with_series_passes_every_seccomp_case() {
             g.len() - here,
             "{c}"
         );
-        // Never "regressed"; in the costly state sync is the faster mode.
-        // "improved" is the default matrix's claim, not this test's: one
-        // boot in that state on a noisy hour here gave -8.7% [-19.2, +3.0]
-        // (24 and 28 samples kept, wake gap 27.5%), "too noisy". A sync
-        // path that saves nothing fails the direction check about half the
-        // time; the claim itself is measured in docs/measurements.md.
-        assert_ne!(c["verdict"], "regressed", "wake gap {g:?}: {c}");
+        // Never "regressed" in the costly state, where sync is the faster
+        // mode. "improved" is the default matrix's claim, not this test's:
+        // one boot in that state on a noisy hour here gave -8.7% [-19.2,
+        // +3.0] (24 and 28 samples kept, wake gap 27.5%), "too noisy". A
+        // sync path that saves nothing fails the direction check about
+        // half the time; the claim itself is measured in
+        // docs/measurements.md.
+        if above {
+            assert_ne!(c["verdict"], "regressed", "wake gap {g:?}: {c}");
+        } else {
+            assert!(
+                c["pct_change"].as_f64().unwrap() < 50.0,
+                "sync far slower where the wakeup is cheap, wake gap {g:?}: {c}"
+            );
+        }
         let judged = c["n_base"].as_u64().unwrap() >= 10 && c["n_new"].as_u64().unwrap() >= 10;
         if above && judged {
             assert!(
