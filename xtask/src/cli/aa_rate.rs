@@ -25,7 +25,7 @@ pub struct AaRateCmd {
     metric: Vec<String>,
     /// The variant that must behave as the base: `base~aa` (the same image,
     /// `matrix --aa`) or a layout twin, a series whose code differs but
-    /// whose behaviour does not (tests/planted/layout-*).
+    /// whose behaviour does not (tests/planted/layout).
     #[arg(long, value_name = "VARIANT", default_value = crate::plan::matrix::AA_VARIANT)]
     twin: String,
 }

@@ -8,7 +8,7 @@
 //! a test: the tools differ in what they add around the round trip, and a
 //! factor is what such a check can promise.
 
-use super::location::location;
+use super::location::median;
 use crate::plan::matrix::Matrix;
 use crate::schema::{CrossCheck, Metric, Run};
 
@@ -22,7 +22,7 @@ pub fn cross_checks(run: &Run, m: &Matrix) -> Vec<CrossCheck> {
                 .metrics
                 .iter()
                 .find(|x| x.name == name && x.skip.is_none() && !x.samples.is_empty())?;
-            let med = location(&x.samples, 0.5);
+            let med = median(&x.samples);
             (med.is_finite() && med > 0.0).then_some((x, med))
         };
         for a in &m.agree {
