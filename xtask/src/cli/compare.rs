@@ -62,11 +62,9 @@ impl CompareCmd {
 fn one_run(dir: &Path, m: &crate::plan::matrix::Matrix) -> Result<Vec<Comparison>> {
     let path = results_file(dir);
     let mut run = Run::load(&path)?;
-    run.comparisons = match compare::compare_until(&run, m, &stop) {
-        Some(cs) => cs,
-        None => bail!("interrupted: {} left as it was", path.display()),
-    };
-    run.cross_checks = crate::stats::crosscheck::cross_checks(&run, m);
+    if !compare::reanalyse(&mut run, m, &stop) {
+        bail!("interrupted: {} left as it was", path.display());
+    }
     run.save(&path)?;
     let table = table::markdown(&run.comparisons);
     println!(

@@ -56,11 +56,9 @@ impl MergeCmd {
             .map(|cs| cs.iter().map(|c| c.id()).collect())
             .unwrap_or_default();
         let mut run = merge::merge(&runs, &order)?;
-        run.comparisons = match compare::compare_until(&run, &m, &stop) {
-            Some(cs) => cs,
-            None => bail!("interrupted: nothing written"),
-        };
-        run.cross_checks = crate::stats::crosscheck::cross_checks(&run, &m);
+        if !compare::reanalyse(&mut run, &m, &stop) {
+            bail!("interrupted: nothing written");
+        }
         let cis = MedianCis::new(&stop);
         let summary = reports::summary_with(&run, &cis);
         check_interrupted()?;

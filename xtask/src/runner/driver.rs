@@ -215,8 +215,11 @@ impl<'a> Driver<'a> {
     /// id) with the comparisons recomputed, atomically.
     pub fn save(&mut self, r: CellResult) -> Result<()> {
         self.run.upsert(r);
-        self.run.comparisons = compare::compare(&self.run, self.ctx.matrix);
-        self.run.cross_checks = crate::stats::crosscheck::cross_checks(&self.run, self.ctx.matrix);
+        compare::reanalyse(
+            &mut self.run,
+            self.ctx.matrix,
+            &crate::stats::bootstrap::never,
+        );
         self.run.save(&self.results_path)
     }
 

@@ -3,7 +3,7 @@
 //!
 //! Pure: documents in, one document or the reason it cannot be made out.
 //! The merged run has no comparisons: the caller recomputes them with
-//! `compare::compare`, the same path the matrix driver takes, so a merged
+//! `compare::reanalyse`, the same path the matrix driver takes, so a merged
 //! run says what one run of all its cells would have said.
 
 use std::collections::HashMap;

@@ -528,6 +528,18 @@ pub fn compare(run: &Run, m: &Matrix) -> Vec<Comparison> {
     compare_until(run, m, &never).unwrap_or_default()
 }
 
+/// The run's comparisons and cross-checks recomputed from its cells, as
+/// every writer of a results.json does before saving. False (and the run
+/// unchanged) when `stop` gave up.
+pub fn reanalyse(run: &mut Run, m: &Matrix, stop: &dyn Fn() -> bool) -> bool {
+    let Some(cs) = compare_until(run, m, stop) else {
+        return false;
+    };
+    run.comparisons = cs;
+    run.cross_checks = super::crosscheck::cross_checks(run, m);
+    true
+}
+
 /// `compare`, given up (None) as soon as `stop` says so: it is asked
 /// between comparisons and inside each bootstrap.
 pub fn compare_until(run: &Run, m: &Matrix, stop: &dyn Fn() -> bool) -> Option<Vec<Comparison>> {
