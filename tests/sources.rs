@@ -447,11 +447,11 @@ fn an_mbox_and_a_lore_thread_give_the_tree_the_directory_gives() {
     std::fs::write(at.join("t.mbox.gz"), gz.finish().unwrap()).unwrap();
     let srv = Server::start(&www, None);
     let env = [("KMATRIX_LORE", srv.url("/all"))];
-    let r = checkout(
-        &d.join("from-lore"),
-        &["--lore", &format!("<{cover_id}>")],
-        &env,
-    );
+    // Without --no-setup: b4's venv needs python3-venv, which the set-up
+    // installs on a host that lacks it (a fresh Debian 13 does).
+    let dest = d.join("from-lore").display().to_string();
+    let msgid = format!("<{cover_id}>");
+    let r = xtask(&["checkout", "6.1", &dest, "--lore", &msgid], &env);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         srv.requests()

@@ -125,7 +125,7 @@ impl BisectCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
         let mut a = self.args;
         a.resolve(env);
-        a.source.fetch_lore()?;
+        a.source.fetch_lore(&a.opts.host)?;
         if let Some(dir) = a.resume.clone() {
             super::check_resume(&dir, &["bisect.json"])?;
             a = resumed(dir, &a)?;

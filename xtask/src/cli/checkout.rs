@@ -47,13 +47,13 @@ impl CheckoutCmd {
 
     pub fn run(mut self, env: &Env) -> Result<u8> {
         self.source.resolve(env);
-        self.source.fetch_lore()?;
-        let m = self.matrix.load_checked(env)?;
-        self.validate(&m, env)?;
         let host = HostOpts {
             no_setup: self.no_setup,
             ..Default::default()
         };
+        self.source.fetch_lore(&host)?;
+        let m = self.matrix.load_checked(env)?;
+        self.validate(&m, env)?;
         let cache = host.prepare(&m)?;
         crate::bisect::checkout(
             m,

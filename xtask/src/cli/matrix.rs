@@ -150,7 +150,7 @@ impl MatrixCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
         let mut a = self.args;
         a.resolve(env);
-        a.source.fetch_lore()?;
+        a.source.fetch_lore(&a.host)?;
         execute(env, a, false, &mut |_, _| Ok(())).map(|(code, _)| code)
     }
 }

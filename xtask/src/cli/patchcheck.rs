@@ -39,7 +39,7 @@ pub struct PatchcheckCmd {
 impl PatchcheckCmd {
     pub fn run(mut self, env: &Env) -> Result<u8> {
         self.source.resolve(env);
-        self.source.fetch_lore()?;
+        self.source.fetch_lore(&self.host)?;
         let mut m = self.matrix.load_checked(env)?;
         let (_, kernel) = self.source.check(&m, &env.root, self.kernel.as_deref())?;
         let arches = m.build_arches();

@@ -34,7 +34,7 @@ impl SweepCmd {
         let mut a = self.args;
         a.resolve(env);
         a.matrix.resolve(env);
-        a.source.fetch_lore()?;
+        a.source.fetch_lore(&a.host)?;
         if let Some(dir) = a.resume.clone() {
             let path = dir.join("sweep.json");
             if path.exists() {

@@ -37,13 +37,20 @@ fn command_works(program: &str, arg: &str) -> bool {
 /// package would conflict with).
 pub fn packages() -> Vec<String> {
     // gpg signs the throwaway apt archive the source tests serve.
-    let mut out = vec!["python3-venv".to_string(), "gpg".to_string()];
+    let mut out = venv_packages();
+    out.push("gpg".to_string());
     for (cmd, pkg) in [("chromium", "chromium"), ("node", "nodejs"), ("npm", "npm")] {
         if !command_works(cmd, "--version") {
             out.push(pkg.into());
         }
     }
     out
+}
+
+/// The Debian packages the venv needs (b4 for `--lore`, without the rest
+/// of the consumers).
+pub fn venv_packages() -> Vec<String> {
+    vec!["python3-venv".to_string()]
 }
 
 /// True when `dir/.kmatrix-stamp` says `want`.
