@@ -996,11 +996,32 @@ fn setup_names_a_package_it_would_remove_and_removes_it_only_with_yes() {
     }
     let log = dir.join("apt.log");
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    // The stand-in apt installs nothing, so the tools setup makes after the
+    // packages must already be there: a cache of its own whose venv and
+    // node_modules carry the stamps of the pinned versions.
+    let cache = dir.join("cache");
+    let src = std::fs::read_to_string(repo().join("xtask/src/host/tools.rs")).unwrap();
+    for (sub, constant) in [("py", "PYTHON_PACKAGES"), ("node", "NPM_PACKAGES")] {
+        let re = regex::Regex::new(&format!(r"{constant}: &\[&str\] = &\[([^\]]*)\]")).unwrap();
+        let list = &re
+            .captures(&src)
+            .unwrap_or_else(|| panic!("{constant} in tools.rs"))[1];
+        let pins: Vec<&str> = list
+            .split(',')
+            .map(|p| p.trim().trim_matches('"'))
+            .filter(|p| !p.is_empty())
+            .collect();
+        assert!(!pins.is_empty(), "{constant}: {list}");
+        let d = cache.join("tools").join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(".kmatrix-stamp"), pins.join("\n")).unwrap();
+    }
     let setup = |args: &[&str]| {
         let o = xtask()
             .arg("setup")
             .args(args)
             .env("PATH", &path)
+            .env("KMATRIX_CACHE", &cache)
             .env("FAKE_APT_LOG", &log)
             .env("FAKE_APT_STATE", &dir)
             .output()
@@ -1018,6 +1039,12 @@ fn setup_names_a_package_it_would_remove_and_removes_it_only_with_yes() {
         "{err}"
     );
     assert!(err.contains("Run again with --yes"), "{err}");
+    for step in ["Python venv", "npm install"] {
+        assert!(
+            !err.contains(step),
+            "the stamped tools were made again:\n{err}"
+        );
+    }
     let calls = std::fs::read_to_string(&log).unwrap();
     assert!(calls.contains("apt-get install -s"), "{calls}");
     assert!(
@@ -1032,6 +1059,12 @@ fn setup_names_a_package_it_would_remove_and_removes_it_only_with_yes() {
         err.contains("--yes: apt removes qemu-utils [1:10.0.2+ds-2+deb13u1~bpo12+1]"),
         "{err}"
     );
+    for step in ["Python venv", "npm install"] {
+        assert!(
+            !err.contains(step),
+            "the stamped tools were made again:\n{err}"
+        );
+    }
     let calls = std::fs::read_to_string(&log).unwrap();
     assert!(
         calls.contains("apt-get install -y -q --no-install-recommends qemu-system-x86"),
