@@ -198,7 +198,17 @@ mod tests {
             .output()
             .is_err()
         {
-            panic!("cpio(1) is needed for this test: run `cargo xtask setup`");
+            // As the integration tests do: a failure under CI, else a skip
+            // that says so.
+            let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+            assert!(
+                !ci,
+                "gnu_cpio_reads_it_back: cpio(1) is missing, and CI is set: run `cargo xtask setup`"
+            );
+            eprintln!(
+                "gnu_cpio_reads_it_back: SKIPPED: cpio(1) is missing (run `cargo xtask setup`)"
+            );
+            return;
         }
         let dir = std::env::temp_dir().join(format!("kmatrix-cpio-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
