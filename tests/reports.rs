@@ -819,6 +819,20 @@ fn every_reader_refuses_a_bad_results_json_naming_the_file_and_the_place() {
     );
 }
 
+/// `aa-rate --twin base` would compare the base with itself: refused,
+/// naming the flag.
+#[test]
+fn aa_rate_refuses_the_base_as_its_own_twin() {
+    let o = xtask(&["aa-rate", "--twin", "base", s(&fixture("aa-1"))], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--twin base: the twin is what is compared with the base"),
+        "{err}"
+    );
+    assert!(text(&o.stdout).is_empty(), "{}", text(&o.stdout));
+}
+
 /// Samples the statistics cannot compare give a `cannot-compare` verdict
 /// with its reason, in results.json and every report, and never a NaN,
 /// an infinity or a null where a number belongs: a series whose samples

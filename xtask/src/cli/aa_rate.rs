@@ -32,6 +32,12 @@ pub struct AaRateCmd {
 
 impl AaRateCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
+        if self.twin == "base" {
+            bail!(
+                "--twin base: the twin is what is compared with the base, so it cannot be the base; give `{}` (the default) or a layout twin's series name",
+                crate::plan::matrix::AA_VARIANT
+            );
+        }
         let m = self.matrix.load(env)?;
         let mut all = Vec::new();
         let mut loaded = Vec::new();
