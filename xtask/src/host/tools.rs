@@ -36,9 +36,10 @@ fn command_works(program: &str, arg: &str) -> bool {
 /// on PATH (e.g. node and npm from another source, which Debian's npm
 /// package would conflict with).
 pub fn packages() -> Vec<String> {
-    // gpg signs the throwaway apt archive the source tests serve.
+    // gpg signs the throwaway apt archive the source tests serve; its key
+    // generation needs gpg-agent, which Debian 13's gpg only recommends.
     let mut out = venv_packages();
-    out.push("gpg".to_string());
+    out.extend(["gpg", "gpg-agent"].map(String::from));
     for (cmd, pkg) in [("chromium", "chromium"), ("node", "nodejs"), ("npm", "npm")] {
         if !command_works(cmd, "--version") {
             out.push(pkg.into());
