@@ -37,7 +37,7 @@ fn command_works(program: &str, arg: &str) -> bool {
 /// package would conflict with).
 pub fn packages() -> Vec<String> {
     // gpg signs the throwaway apt archive the source tests serve; its key
-    // generation needs gpg-agent, which Debian 13's gpg only recommends.
+    // generation needs gpg-agent, which Debian's gpg does not depend on.
     let mut out = venv_packages();
     out.extend(["gpg", "gpg-agent"].map(String::from));
     for (cmd, pkg) in [("chromium", "chromium"), ("node", "nodejs"), ("npm", "npm")] {
