@@ -110,6 +110,15 @@ pub struct MetricSpec {
     /// `cannot-compare`, "no power on this host", with that figure.
     #[serde(default)]
     pub power: Option<Power>,
+    /// What code layout alone moves this metric by, in percent, measured
+    /// by layout twins (a function nothing calls, added to a source file)
+    /// against their base. Between two kernel images, a significant change
+    /// is called improved or regressed only when its CI lies beyond it;
+    /// inside, it is `too-noisy` with the bound as its reason, since the
+    /// series' code cannot be told from where its code landed. Boots of one
+    /// image (`[[within]]`, an A/A of `base~aa`) are not held to it.
+    #[serde(default)]
+    pub layout_pct: Option<f64>,
 }
 
 /// `power = { metric = "...", below = X }` of a `[metric]`.
@@ -1464,6 +1473,12 @@ impl Matrix {
                     format!("[metric.{name}] quantile = {q} must be in (0, 1) (0.5: the median)"),
                 ));
             }
+            if let Some(l) = m.layout_pct.filter(|l| !(*l > 0.0 && *l < 100.0)) {
+                return Err(at.err_at(
+                    keys!["metric", name, "layout_pct"],
+                    format!("[metric.{name}] layout_pct = {l} must be a percentage in (0, 100): what code layout alone moves the metric by"),
+                ));
+            }
             if let Some(p) = &m.power {
                 if !p.below.is_finite() {
                     return Err(at.err_at(
@@ -1717,6 +1732,11 @@ impl Matrix {
     /// The power figure this metric's comparisons need (`[metric] power`).
     pub fn metric_power(&self, name: &str) -> Option<&Power> {
         self.metric_decl(name).and_then(|m| m.power.as_ref())
+    }
+
+    /// What code layout alone moves this metric by (`[metric] layout_pct`).
+    pub fn metric_layout(&self, name: &str) -> Option<f64> {
+        self.metric_decl(name).and_then(|m| m.layout_pct)
     }
 
     /// Whether comparisons take this metric: not when its declaration says
@@ -2226,6 +2246,43 @@ reason = "r"
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.same_cpu_share"));
         assert!(!m.compared("seccomp_notify.host.disturbed_share"));
         assert!(m.compared("seccomp_notify.default.same-cpu"));
+    }
+
+    /// The layout twins run with the default matrix (`--series DIR`): each
+    /// one patch that adds never-run code of a stated size to one file,
+    /// and nothing that runs.
+    #[test]
+    fn the_layout_twins_move_code_and_run_none() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        for (dir, file, bytes) in [
+            ("layout", "kernel/seccomp.c", 1500),
+            ("layout-sched", "kernel/sched/core.c", 2900),
+            ("layout-rseq", "kernel/rseq.c", 700),
+        ] {
+            let path = std::path::Path::new(root).join("tests/planted").join(dir);
+            let patches = crate::plan::series::files(dir, &path).unwrap();
+            assert_eq!(patches.len(), 1, "{dir}");
+            let patch = std::fs::read_to_string(&patches[0]).unwrap();
+            assert!(patch.contains(&format!("+++ b/{file}\n")), "{dir}");
+            assert_eq!(patch.matches("+++ b/").count(), 1, "{dir}");
+            assert!(
+                patch.contains(&format!("+\tasm volatile(\".skip {bytes}\");\n")),
+                "{dir}"
+            );
+            let added: Vec<&str> = patch
+                .lines()
+                .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+                .collect();
+            assert!(added.iter().all(|l| !l.contains("udelay")), "{dir}");
+            assert_eq!(
+                patch
+                    .lines()
+                    .filter(|l| l.starts_with('-') && !l.starts_with("--"))
+                    .count(),
+                0,
+                "{dir}"
+            );
+        }
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The answer first: what each series did against its base, in one short
 //! block. Per series: cells whose outcome is not a test result (a crash, a
 //! build error), cases newly failing or newly passing, and every
-//! significant change with its CI, base against series, the comparisons
-//! with the base left too noisy to judge (so that silence is not read as
-//! "no change"), plus the pairs
+//! significant change with its CI, base against series, the changes no
+//! larger than what code layout alone does (`[metric] layout_pct`), the
+//! comparisons with the base left too noisy to judge (so that silence is
+//! not read as "no change"), plus the pairs
 //! only the series can measure (sync vs default where the base has no
 //! sync mode), and two tools on one quantity that disagree in a series
 //! cell (`[[agree]]`: the series' own benchmark timing something else).
@@ -141,11 +142,27 @@ fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<Stri
         c.kind == ComparisonKind::Variants && c.base_cell == bc.id && c.new_cell == nc.id
     };
     let all = run.comparisons.iter().filter(judged_here).count();
+    // Significant, but no larger than what layout alone does: shown with
+    // their figures, as changes the run saw and cannot attribute.
+    for c in run
+        .comparisons
+        .iter()
+        .filter(judged_here)
+        .filter(|c| c.layout_pct.is_some())
+    {
+        out.push(format!(
+            "{at}: {}: {} {}, inside the +-{}% code layout alone moves it: not counted as the series' doing",
+            c.new_metric,
+            pct(c.pct_change, 1),
+            ci_pct(c.ci95_lo, c.ci95_hi),
+            c.layout_pct.unwrap_or_default()
+        ));
+    }
     let noisy: Vec<&Comparison> = run
         .comparisons
         .iter()
         .filter(judged_here)
-        .filter(|c| c.verdict == Verdict::TooNoisy)
+        .filter(|c| c.verdict == Verdict::TooNoisy && c.layout_pct.is_none())
         .collect();
     if !noisy.is_empty() {
         let shown: Vec<String> = noisy

@@ -135,6 +135,7 @@ mod tests {
             reason: None,
             level: 0.05,
             futile: false,
+            layout_pct: None,
         };
         let variants = Comparison {
             kind: ComparisonKind::Variants,

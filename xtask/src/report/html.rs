@@ -121,15 +121,15 @@ fn outcome(o: Outcome) -> String {
 fn verdict(c: &Comparison) -> String {
     // Styled here, not in STYLE: a page without such a comparison is
     // the same as before the verdict existed.
-    let (style, why) = match (&c.verdict, &c.reason) {
-        (Verdict::CannotCompare, r) => (
-            r#" style="background: #eaeef2; color: #1d2126""#,
-            r.as_ref().map_or(String::new(), |r| {
-                format!(" <span class=meta>{}</span>", esc(r))
-            }),
-        ),
-        _ => ("", String::new()),
+    let style = match c.verdict {
+        Verdict::CannotCompare => r#" style="background: #eaeef2; color: #1d2126""#,
+        _ => "",
     };
+    // Why: a `cannot-compare`'s reason, or the layout bound a significant
+    // change stayed inside.
+    let why = c.reason.as_ref().map_or(String::new(), |r| {
+        format!(" <span class=meta>{}</span>", esc(r))
+    });
     format!(
         r#"<span class="v v-{}"{style}>{}</span>{why}"#,
         c.verdict.as_str(),

@@ -89,13 +89,12 @@ pub fn cross_check_words(x: &crate::schema::CrossCheck) -> String {
     )
 }
 
-/// The verdict in words, and for `cannot-compare` why.
+/// The verdict in words, and why where results.json says (a
+/// `cannot-compare`, or a change inside the layout bound).
 pub fn verdict_words(c: &crate::schema::Comparison) -> String {
-    match (&c.verdict, &c.reason) {
-        (crate::schema::Verdict::CannotCompare, Some(r)) => {
-            format!("{}: {r}", c.verdict.describe())
-        }
-        (v, _) => v.describe().to_string(),
+    match &c.reason {
+        Some(r) => format!("{}: {r}", c.verdict.describe()),
+        None => c.verdict.describe().to_string(),
     }
 }
 

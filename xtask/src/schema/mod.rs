@@ -576,9 +576,18 @@ pub struct Comparison {
     /// (matrix.toml `[within.split]`); None: every boot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<Split>,
-    /// Why the verdict is `cannot-compare` (None for every other verdict).
+    /// Why the verdict is `cannot-compare`, or why a significant change
+    /// is `too-noisy` (within `layout_pct`); None otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What code layout alone moves this metric by, in percent (its
+    /// `[metric] layout_pct`), where that bound turned a significant change
+    /// between two kernel images into `too-noisy`: the CI did not lie
+    /// beyond it, so the change cannot be told from the layout's. None
+    /// where it did not apply (one image, a `[[within]]` pair, no bound
+    /// declared, or a change past it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout_pct: Option<f64>,
     /// The two-sided level the verdict was reached at, and the CI's
     /// (`ci95_lo`/`ci95_hi` are at 1 - this): 0.05 for one look, the
     /// look's nominal level in a run with planned looks (`Run::looks`).

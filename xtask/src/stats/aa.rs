@@ -331,6 +331,7 @@ mod tests {
             reason: None,
             level: 0.05,
             futile: false,
+            layout_pct: None,
         }
     }
 

@@ -273,6 +273,22 @@ fn verdict(
     }
 }
 
+/// The layout bound `l` that turns a verdict into "too noisy": Some(l)
+/// when the verdict is improved or regressed but the CI reaches inside
+/// +-`l` percent, where code layout alone moves the metric; None when the
+/// verdict stands (not significant, or the whole CI past the bound).
+fn within_layout(verdict: Verdict, ci: &ChangeCi, l: f64) -> Option<f64> {
+    let significant = matches!(verdict, Verdict::Improved | Verdict::Regressed);
+    (significant && !(ci.lo > l || ci.hi < -l)).then_some(l)
+}
+
+/// The reason a change inside the layout bound gives.
+pub fn layout_reason(l: f64) -> String {
+    format!(
+        "inside the +-{l}% code layout alone moves this metric ([metric] layout_pct): not the series' doing unless the CI lies beyond it"
+    )
+}
+
 fn p_test(base_boots: &[&[f64]], new_boots: &[&[f64]], pairing: Pairing) -> PTest {
     match pairing {
         Pairing::BootPairs if base_boots.len() == new_boots.len() && base_boots.len() > 1 => {
@@ -381,6 +397,15 @@ fn make(
             (verdict, reason) = (Verdict::CannotCompare, Some(why));
         }
     }
+    // Two images (a series, another config, another run's build): their
+    // code lies elsewhere, and layout alone moves some metrics.
+    let two_images = kind != ComparisonKind::Within && bc.build_key != nc.build_key;
+    let layout = m.metric_layout(&nm.name).filter(|_| two_images);
+    let layout_bound = layout.and_then(|l| within_layout(verdict, &ci, l));
+    if let Some(l) = layout_bound {
+        verdict = Verdict::TooNoisy;
+        reason = Some(layout_reason(l));
+    }
     let test = p_test(&base_boots, &new_boots, pairing);
     // Two metrics of the same boots give their noise where it can stop
     // boots, in a run with planned looks; a run without looks reads as it
@@ -406,6 +431,9 @@ fn make(
     let futile = verdict == Verdict::TooNoisy
         && boot_sd_pct.is_some()
         && seq.is_some_and(|l| l.look_of(n) >= 1 && boots_needed.is_none_or(|b| b > l.max));
+    // A change inside what layout moves the metric by stays inside as
+    // boots narrow its CI: more boots cannot attribute it.
+    let futile = futile || layout_bound.is_some_and(|l| ci.pct_change.abs() <= l);
     Some(Comparison {
         kind,
         base_cell: bc.id.clone(),
@@ -437,6 +465,7 @@ fn make(
         reason,
         level,
         futile,
+        layout_pct: layout_bound,
     })
 }
 
@@ -1184,6 +1213,103 @@ pub(crate) mod aa_fixture {
         assert_eq!(boot_noise(&[&b[..1], &n[..1]], 0.1, 5.0), (None, None));
     }
 
+    /// A real -15% between two images: the seccomp series (which does not
+    /// touch membarrier.c, but changes code built into the same object)
+    /// against its base, 6.1 x86_64, `membarrier.private_expedited.idle`, 3
+    /// boots a side. Per boot medians, from the fixture's samples outside
+    /// the harness: base 0.589 0.601 0.618, series 0.508 0.538 0.505
+    /// us/call; every series boot below every base boot.
+    #[test]
+    fn a_change_inside_the_layout_bound_is_not_the_series_doing() {
+        let (run, mut m) = fixture_run("layout-membarrier");
+        let idle = |cs: &[Comparison]| {
+            cs.iter()
+                .find(|c| {
+                    c.kind == ComparisonKind::Variants
+                        && c.new_metric == "membarrier.private_expedited.idle"
+                })
+                .cloned()
+                .unwrap()
+        };
+        let set = |m: &mut Matrix, l: Option<f64>| {
+            m.metric.get_mut("membarrier").unwrap().layout_pct = l;
+        };
+        // The default matrix's bound (6%, what the layout twins did at
+        // most): the CI lies past it, the verdict stands.
+        let c = idle(&compare(&run, &m));
+        assert_eq!(
+            (c.verdict, c.layout_pct),
+            (Verdict::Improved, None),
+            "{c:?}"
+        );
+        // No bound declared: improved, as the run said.
+        set(&mut m, None);
+        let c = idle(&compare(&run, &m));
+        assert_eq!(c.verdict, Verdict::Improved, "{c:?}");
+        assert!(c.ci95_hi < -10.0 && c.ci95_lo > -20.0, "{c:?}");
+        assert_eq!((c.layout_pct, c.reason.as_deref()), (None, None));
+        // Layout moves it up to 20%: the CI reaches inside, the change is
+        // not the series' doing, and more boots cannot make it so.
+        set(&mut m, Some(20.0));
+        let c = idle(&compare(&run, &m));
+        assert_eq!(c.verdict, Verdict::TooNoisy, "{c:?}");
+        assert_eq!(c.layout_pct, Some(20.0));
+        assert!(c.futile);
+        assert!(c
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("+-20% code layout alone moves"));
+        // The figures stay what they were.
+        assert!(c.pct_change < -14.0 && c.pct_change > -16.0, "{c:?}");
+        // Up to 10%: the whole CI lies past it, the verdict stands.
+        set(&mut m, Some(10.0));
+        let c = idle(&compare(&run, &m));
+        assert_eq!((c.verdict, c.layout_pct), (Verdict::Improved, None));
+        // One image (an A/A of `base~aa`): layout cannot differ, the bound
+        // does not apply.
+        set(&mut m, Some(20.0));
+        let mut one_image = run.clone();
+        let key = one_image.cells[0].build_key.clone();
+        one_image.cells[1].build_key = key;
+        let c = idle(&compare(&one_image, &m));
+        assert_eq!((c.verdict, c.layout_pct), (Verdict::Improved, None));
+        // A `[[within]]` pair (same boots) is never held to it either.
+        for c in compare(&run, &m) {
+            if c.kind == ComparisonKind::Within {
+                assert_eq!(c.layout_pct, None, "{c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_layout_rule_keeps_verdicts_whose_ci_lies_past_the_bound() {
+        let ci = |pct_change: f64, lo: f64, hi: f64| ChangeCi { pct_change, lo, hi };
+        // Regressed +12% [+8, +16] against a 10% bound: reaches inside.
+        assert_eq!(
+            within_layout(Verdict::Regressed, &ci(12.0, 8.0, 16.0), 10.0),
+            Some(10.0)
+        );
+        // [+11, +16]: past it.
+        assert_eq!(
+            within_layout(Verdict::Regressed, &ci(13.0, 11.0, 16.0), 10.0),
+            None
+        );
+        assert_eq!(
+            within_layout(Verdict::Improved, &ci(-13.0, -16.0, -11.0), 10.0),
+            None
+        );
+        // Only improved and regressed are ever turned.
+        for v in [
+            Verdict::NoChange,
+            Verdict::TooNoisy,
+            Verdict::TooFewSamples,
+            Verdict::CannotCompare,
+        ] {
+            assert_eq!(within_layout(v, &ci(1.0, -2.0, 4.0), 10.0), None);
+        }
+    }
+
     /// A captured run from tests/fixtures/runs/NAME and the default matrix.
     pub(crate) fn fixture_run(name: &str) -> (Run, Matrix) {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
@@ -1231,6 +1357,7 @@ pub(crate) mod aa_fixture {
             reason: None,
             level: 0.05,
             futile: false,
+            layout_pct: None,
         }
     }
 
