@@ -2258,6 +2258,8 @@ reason = "r"
             ("layout", "kernel/seccomp.c", 1500),
             ("layout-sched", "kernel/sched/core.c", 2900),
             ("layout-rseq", "kernel/rseq.c", 700),
+            ("layout-wait", "kernel/sched/wait.c", 700),
+            ("layout-wait-big", "kernel/sched/wait.c", 2900),
         ] {
             let path = std::path::Path::new(root).join("tests/planted").join(dir);
             let patches = crate::plan::series::files(dir, &path).unwrap();
