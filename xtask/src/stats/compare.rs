@@ -283,7 +283,7 @@ fn within_layout(verdict: Verdict, ci: &ChangeCi, l: f64) -> Option<f64> {
 }
 
 /// The reason a change inside the layout bound gives.
-pub fn layout_reason(l: f64) -> String {
+fn layout_reason(l: f64) -> String {
     format!(
         "inside the +-{l}% code layout alone moves this metric ([metric] layout_pct): not the series' doing unless the CI lies beyond it"
     )
@@ -1234,8 +1234,8 @@ pub(crate) mod aa_fixture {
         let set = |m: &mut Matrix, l: Option<f64>| {
             m.metric.get_mut("membarrier").unwrap().layout_pct = l;
         };
-        // The default matrix's bound (6%, what the layout twins did at
-        // most): the CI lies past it, the verdict stands.
+        // The default matrix's bound (6%: the layout twins' largest mean
+        // change, with a margin): the CI lies past it, the verdict stands.
         let c = idle(&compare(&run, &m));
         assert_eq!(
             (c.verdict, c.layout_pct),
