@@ -3,5 +3,6 @@ pub mod cpio;
 pub mod guest;
 pub mod kbuild;
 pub mod perf;
+pub mod prepare;
 pub mod slots;
 pub mod source;

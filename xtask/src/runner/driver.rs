@@ -384,7 +384,6 @@ impl<'a> Driver<'a> {
                 let slot = super::BootSlot {
                     cpus: Some(picked[j].1.clone()),
                     beside: ids.iter().filter(|&i| *i != ids[j]).cloned().collect(),
-                    ..Default::default()
                 };
                 let cu = &uis[k];
                 s.spawn(move || c.boot_next_in(ctx, cu, slot));
