@@ -293,3 +293,197 @@ fn the_readme_is_a_quick_start() {
         assert!(text.contains(cmd), "README.md does not give `{cmd}`");
     }
 }
+
+/// The source files of xtask/src, relative to it, with the lines that are
+/// production code: a test-only file (declared under `#[cfg(test)]`, such
+/// as `plan/matrix/tests.rs` or `golden.rs`) has none, and a file's lines
+/// stop at its first `#[cfg(test)]`.
+fn production_code() -> Vec<(PathBuf, Vec<(usize, String)>)> {
+    let src = root().join("xtask/src");
+    let all = files("xtask/src", &|p| ext(p, "rs"));
+    let decl = regex::Regex::new(r"#\[cfg\(test\)\]\s*\n\s*(?:pub )?mod ([a-z_]+);").unwrap();
+    let mut test_only = std::collections::BTreeSet::new();
+    for f in &all {
+        let text = std::fs::read_to_string(f).unwrap();
+        let dir = match f.file_name().unwrap().to_str().unwrap() {
+            "main.rs" | "mod.rs" => f.parent().unwrap().to_path_buf(),
+            _ => f.with_extension(""),
+        };
+        for c in decl.captures_iter(&text) {
+            test_only.insert(dir.join(format!("{}.rs", &c[1])));
+            test_only.insert(dir.join(&c[1]).join("mod.rs"));
+        }
+    }
+    all.iter()
+        .filter(|f| !test_only.contains(*f))
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let lines = text
+                .lines()
+                .enumerate()
+                .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+                .filter(|(_, l)| !l.trim_start().starts_with("//"))
+                .map(|(i, l)| (i + 1, l.to_string()))
+                .collect();
+            (f.strip_prefix(&src).unwrap().to_path_buf(), lines)
+        })
+        .collect()
+}
+
+/// Production lines of xtask/src matching `re`, outside the files and
+/// folders `allowed` (paths relative to xtask/src).
+fn found_outside(re: &str, allowed: &[&str]) -> (usize, Vec<String>) {
+    let re = regex::Regex::new(re).unwrap();
+    let (mut all, mut bad) = (0, Vec::new());
+    for (rel, lines) in production_code() {
+        for (n, l) in lines.iter().filter(|(_, l)| re.is_match(l)) {
+            all += 1;
+            if !allowed.iter().any(|a| rel.starts_with(a)) {
+                bad.push(format!("xtask/src/{}:{n}: {}", rel.display(), l.trim()));
+            }
+        }
+    }
+    (all, bad)
+}
+
+/// The environment is read in one place a concern: `host/` (the machine:
+/// cache root, CI, tools on PATH, mirrors), `runner/policy.rs` (every
+/// `KMATRIX_*` setting of a run, read once by the CLI), `report/files.rs`
+/// (GitHub Actions' step summary and links) and `cli/`.
+/// Planning, building, booting, analysis and reports take what they need
+/// as arguments.
+#[test]
+fn only_host_policy_and_cli_read_the_environment() {
+    let (all, bad) = found_outside(
+        r"\benv::(var|var_os|vars|vars_os)\b",
+        &["host", "runner/policy.rs", "report/files.rs", "cli"],
+    );
+    assert!(
+        all > 3,
+        "only {all} reads of the environment found: the scan is broken"
+    );
+    assert!(
+        bad.is_empty(),
+        "the environment read elsewhere:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The stages never print: progress goes out as events (`host::events`,
+/// shown by `host::ui`), refusals as errors; the commands (`cli/`,
+/// `bisect/`, `patchcheck/`), `host/` and the report files' writer
+/// (`report/files.rs`: MISMATCH and REGRESSION lines) say things to the
+/// user.
+#[test]
+fn the_stages_never_print() {
+    let (all, bad) = found_outside(
+        r"\b(e?println|e?print)!",
+        &["host", "cli", "bisect", "patchcheck", "report/files.rs"],
+    );
+    assert!(all > 3, "only {all} prints found: the scan is broken");
+    assert!(
+        bad.is_empty(),
+        "printing outside the commands:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// No circle between the files of one folder: a file names a sibling by
+/// `super::NAME` or by its full `crate::` path; the folder's `mod.rs`, its
+/// front door, is left out.
+#[test]
+fn no_circle_inside_a_folder() {
+    let src = root().join("xtask/src");
+    let mut edges: std::collections::BTreeMap<PathBuf, Vec<PathBuf>> = Default::default();
+    let name = regex::Regex::new(r"\b(?:super|crate(?:::[a-z_]+)+)::([a-z_]+)\b").unwrap();
+    let brace = regex::Regex::new(r"\bsuper::\{([^}]*)\}").unwrap();
+    for f in files("xtask/src", &|p| ext(p, "rs")) {
+        let fname = f.file_name().unwrap().to_str().unwrap();
+        if fname == "mod.rs" || fname == "main.rs" {
+            continue;
+        }
+        let dir = f.parent().unwrap();
+        let folder = dir
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('/', "::");
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut named = Vec::new();
+        for l in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            for c in name.captures_iter(l) {
+                let whole = c.get(0).unwrap().as_str();
+                let via_super = whole.starts_with("super::");
+                let via_path = !folder.is_empty()
+                    && whole.strip_prefix("crate::").is_some_and(|p| {
+                        p.strip_suffix(&format!("::{}", &c[1])) == Some(folder.as_str())
+                    });
+                if via_super || via_path {
+                    named.push(c[1].to_string());
+                }
+            }
+            for c in brace.captures_iter(l) {
+                named.extend(c[1].split(',').map(|s| {
+                    s.trim()
+                        .split("::")
+                        .next()
+                        .unwrap()
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                }));
+            }
+        }
+        for n in named {
+            let sib = [dir.join(format!("{n}.rs")), dir.join(&n).join("mod.rs")];
+            if let Some(s) = sib.iter().find(|s| s.exists() && **s != f) {
+                edges.entry(f.clone()).or_default().push(s.clone());
+            }
+        }
+    }
+    assert!(
+        edges.len() > 10,
+        "only {} files name a sibling: the scan is broken",
+        edges.len()
+    );
+    // Depth-first search for a back edge.
+    fn visit(
+        n: &PathBuf,
+        edges: &std::collections::BTreeMap<PathBuf, Vec<PathBuf>>,
+        state: &mut std::collections::BTreeMap<PathBuf, u8>,
+        path: &mut Vec<PathBuf>,
+        found: &mut Vec<String>,
+    ) {
+        state.insert(n.clone(), 1);
+        path.push(n.clone());
+        for m in edges.get(n).into_iter().flatten() {
+            match state.get(m).copied().unwrap_or(0) {
+                0 => visit(m, edges, state, path, found),
+                1 => {
+                    let from = path.iter().position(|p| p == m).unwrap();
+                    let names: Vec<String> = path[from..]
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect();
+                    found.push(format!("{} -> {}", names.join(" -> "), m.display()));
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(n.clone(), 2);
+    }
+    let mut state: std::collections::BTreeMap<PathBuf, u8> = Default::default();
+    let mut found = Vec::new();
+    for n in edges.keys() {
+        if !state.contains_key(n) {
+            visit(n, &edges, &mut state, &mut Vec::new(), &mut found);
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "circles inside a folder:\n{}",
+        found.join("\n")
+    );
+}

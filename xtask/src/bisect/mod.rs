@@ -623,7 +623,7 @@ impl CommitJudge<'_> {
             ui,
         )? {
             driver::Opened::Ready(d) => d,
-            driver::Opened::Refused(dir) => bail!("{}: results.json cannot be read", dir.display()),
+            driver::Opened::Refused { why, .. } => bail!("{why}"),
         };
         let cell = Cell {
             kernel: self.name.clone(),

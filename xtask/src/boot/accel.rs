@@ -38,16 +38,6 @@ const TCG: Accel = Accel::Tcg { multi_thread: true };
 /// A working KVM prints it in well under a second; TCG in about 2 s.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Resolves `bin` on PATH (or as given when it has a slash).
-pub fn resolve(bin: &str) -> Option<PathBuf> {
-    if bin.contains('/') {
-        return Path::new(bin).is_file().then(|| PathBuf::from(bin));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(bin))
-        .find(|p| p.is_file())
-}
-
 /// Per-run accelerator state: one decision per arch, changed only by
 /// `give_up` (QEMU died under KVM in a cell).
 pub struct Chooser {
@@ -86,7 +76,7 @@ impl Chooser {
         k.add("boot", boot_id.trim().as_bytes())
             .add("arch", arch.name().as_bytes());
         k.add("machine", qemu::machine_args(arch).join(" ").as_bytes());
-        match resolve(bin) {
+        match crate::host::proc::which(bin) {
             Some(p) => {
                 let meta = std::fs::metadata(&p).ok();
                 k.add("qemu", p.to_string_lossy().as_bytes());

@@ -211,6 +211,11 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
             sha256,
             release,
         } => {
+            // A release comes from kernel.org, or the mirror standing in for it.
+            let url = &match release {
+                Some(_) => crate::host::download::mirrored(url),
+                None => url.clone(),
+            };
             let sum = match sha256 {
                 Some(s) => s.clone(),
                 None => release_sum(url, release.as_deref().unwrap_or(url), log)?,

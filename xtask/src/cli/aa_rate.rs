@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use super::reports::{check_interrupted, load_run, stop};
 use super::{Env, MatrixOpt};
 use crate::report::aa as text;
+use crate::report::files::{check_interrupted, load_run, stop};
 use crate::stats::{aa, compare};
 
 #[derive(Args, Debug)]

@@ -170,7 +170,10 @@ impl BisectCmd {
             &ui,
         )? {
             Opened::Ready(d) => d,
-            Opened::Refused(_) => return Ok(2),
+            Opened::Refused { why, .. } => {
+                eprintln!("error: {why}");
+                return Ok(2);
+            }
         };
         let run_dir = d.run_dir().to_path_buf();
         let mut state = b.state(&run_dir, a.resume.is_some(), serde_json::to_value(&a)?)?;

@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use clap::Args;
 
-use super::reports::{load_run, results_file, stop, Staged};
-use super::{report_regressions, Env, MatrixOpt};
+use super::{Env, MatrixOpt};
 use crate::report::compare as table;
+use crate::report::files::{
+    load_run, report_regressions, results_file, stop, RunComparison, Staged,
+};
 use crate::schema::{Comparison, Run, SCHEMA_VERSION};
 use crate::stats::compare;
 
@@ -28,15 +30,6 @@ pub struct CompareCmd {
     /// Exit 1 when a metric regressed significantly beyond its threshold.
     #[arg(long)]
     fail_on_regression: bool,
-}
-
-/// What `compare RUN_A RUN_B` writes: both runs and the comparisons.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct RunComparison {
-    pub schema: u32,
-    pub base_run: String,
-    pub new_run: String,
-    pub comparisons: Vec<Comparison>,
 }
 
 impl CompareCmd {

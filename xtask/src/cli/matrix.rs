@@ -197,7 +197,10 @@ pub fn execute(
     };
     let mut d = match Driver::open(&m, &env.root, &cache, policy, run_dir, opts, &ui)? {
         Opened::Ready(d) => d,
-        Opened::Refused(run_dir) => return Ok((2, run_dir)),
+        Opened::Refused { run_dir, why } => {
+            eprintln!("error: {why}");
+            return Ok((2, run_dir));
+        }
     };
     if a.no_interleave {
         d.run_in_turn(&cells)?;
@@ -206,7 +209,7 @@ pub fn execute(
         // does not wait for the last group's builds.
         d.run_interleaved(&cells, &mut |run, dir, done, groups| {
             write_summary(run, &m, dir);
-            super::reports::write_run_reports(&env.root, run, &m, dir);
+            crate::report::files::write_run_reports(&env.root, run, &m, dir);
             if done < groups && !crate::host::signals::interrupted() {
                 println!(
                     "after {done} of {groups} groups ({} rewritten):\n{}",
@@ -227,7 +230,7 @@ pub fn execute(
 /// figure moves here), written; its text.
 fn write_summary(run: &results::Run, m: &Matrix, run_dir: &std::path::Path) -> String {
     let twin = crate::plan::matrix::AA_VARIANT;
-    let summary = super::reports::summary(run)
+    let summary = crate::report::files::summary(run)
         + &crate::report::aa::noise_text(&crate::stats::aa::noise(&[run], m, twin), twin);
     if let Err(e) =
         crate::host::cache::write_atomic(&run_dir.join("summary.md"), summary.as_bytes())
@@ -251,7 +254,7 @@ fn conclude(
 ) -> Result<u8> {
     let results_path = run_dir.join("results.json");
     let summary = write_summary(run, m, run_dir);
-    super::reports::write_run_reports(&env.root, run, m, run_dir);
+    crate::report::files::write_run_reports(&env.root, run, m, run_dir);
     println!("{summary}");
     // The answer again, last, where the terminal leaves the eye.
     print!("{}", crate::report::answer::markdown(run));
@@ -274,7 +277,7 @@ fn conclude(
             eprintln!("MISMATCH {mm}");
         }
     }
-    if fail_on_regression && super::report_regressions(&run.comparisons) {
+    if fail_on_regression && crate::report::files::report_regressions(&run.comparisons) {
         return Ok(1);
     }
     Ok(if bad.is_empty() { 0 } else { 1 })

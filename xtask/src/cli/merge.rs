@@ -9,9 +9,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use super::reports::{self, check_interrupted, load_run, results_file, stop, Staged, Targets};
 use super::{Env, MatrixOpt};
 use crate::plan::matrix::Filters;
+use crate::report::files::{
+    self as reports, check_interrupted, load_run, results_file, stop, Staged, Targets,
+};
 use crate::schema::merge;
 use crate::stats::compare;
 use crate::stats::intervals::MedianCis;

@@ -23,7 +23,6 @@ mod matrix;
 mod merge;
 mod patchcheck;
 mod report;
-mod reports;
 mod setup;
 mod step;
 mod sweep;
@@ -663,29 +662,6 @@ pub fn main() -> ExitCode {
             ExitCode::from(if step { 128 } else { 2 })
         }
     }
-}
-
-/// Prints a REGRESSION line per regressed comparison; true when any.
-pub fn report_regressions(cs: &[crate::schema::Comparison]) -> bool {
-    let mut any = false;
-    for c in cs
-        .iter()
-        .filter(|c| c.verdict == crate::schema::Verdict::Regressed)
-    {
-        eprintln!(
-            "REGRESSION {} {} vs {} {}: {:+.1}% [{:+.1}%, {:+.1}%], p={:.4}",
-            c.new_cell,
-            c.new_metric,
-            c.base_cell,
-            c.base_metric,
-            c.pct_change,
-            c.ci95_lo,
-            c.ci95_hi,
-            c.p_value
-        );
-        any = true;
-    }
-    any
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 
-use super::reports::{self, load_run, results_file, stop, Staged, Targets};
 use super::{Env, MatrixOpt};
+use crate::report::files::{self as reports, load_run, results_file, stop, Staged, Targets};
 use crate::stats::intervals::MedianCis;
 
 #[derive(Args, Debug)]

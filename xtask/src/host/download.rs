@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::host::cache::{hex, Cache};
+use crate::plan::matrix::KERNEL_ORG;
 
 /// How long a stalled connection may stay silent.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
@@ -48,6 +49,18 @@ fn get(url: &str, from: u64) -> Result<ureq::Response> {
             )
         }
         Err(e) => bail!("download {url}: {e}"),
+    }
+}
+
+/// A kernel.org release's `url`, from the mirror `KMATRIX_KERNEL_ORG`
+/// names in place of kernel.org's tarball directory when it is set.
+pub fn mirrored(url: &str) -> String {
+    let mirror = std::env::var("KMATRIX_KERNEL_ORG").ok();
+    match (mirror, url.strip_prefix(KERNEL_ORG)) {
+        (Some(m), Some(rest)) if !m.trim().is_empty() => {
+            format!("{}{rest}", m.trim_end_matches('/'))
+        }
+        _ => url.to_string(),
     }
 }
 

@@ -14,6 +14,17 @@ use anyhow::{Context, Result};
 use crate::util::tail;
 use wait_timeout::ChildExt;
 
+/// Resolves `bin` on PATH (or as given when it has a slash).
+pub fn which(bin: &str) -> Option<std::path::PathBuf> {
+    if bin.contains('/') {
+        let p = std::path::Path::new(bin);
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(bin))
+        .find(|p| p.is_file())
+}
+
 /// Bounds for host steps. Generous: a bound exists to end a hang, not to
 /// judge speed. `KMATRIX_STEP_TIMEOUT_SCALE` (a float) scales them all, for
 /// slow hosts and for the tests that prove a bound fires.

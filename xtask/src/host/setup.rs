@@ -541,11 +541,18 @@ mod tests {
     }
 
     /// On this (Debian) host apt knows the packages; a made-up one has no
-    /// candidate. Skips where apt-cache is absent.
+    /// candidate. Skips, saying so, where apt-cache is absent; fails there
+    /// under CI.
     #[test]
     fn uninstallable_finds_packages_apt_cannot_install() {
         if !std::path::Path::new("/usr/bin/apt-cache").exists() {
-            eprintln!("no apt-cache here: skipped");
+            assert!(
+                !crate::host::ui::ci(),
+                "uninstallable_finds_packages_apt_cannot_install: apt-cache is missing, and CI is set"
+            );
+            eprintln!(
+                "uninstallable_finds_packages_apt_cannot_install: SKIPPED: no apt-cache here"
+            );
             return;
         }
         let got =

@@ -6,9 +6,17 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// Plain lines, no bars: stderr is not a terminal, or CI is set.
+/// Plain lines, no bars: stderr is not a terminal, or this is CI.
 pub fn plain() -> bool {
-    !std::io::IsTerminal::is_terminal(&std::io::stderr()) || std::env::var_os("CI").is_some()
+    !std::io::IsTerminal::is_terminal(&std::io::stderr()) || ci()
+}
+
+/// Whether this is a CI run: `CI` set, to anything but empty, `0` or
+/// `false` (GitHub Actions and `.ci/run` set `CI=true`). Under CI a test
+/// whose tool is missing fails instead of skipping; the test suite's own
+/// copy of this rule is `in_ci` in `tests/support`.
+pub fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
 pub struct Ui {

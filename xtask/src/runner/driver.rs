@@ -43,8 +43,11 @@ pub struct RunOptions {
 pub enum Opened<'a> {
     Ready(Box<Driver<'a>>),
     /// results.json exists and cannot be read: it is never replaced (its
-    /// finished cells would be lost); the reason is already printed.
-    Refused(PathBuf),
+    /// finished cells would be lost); `why` says so, for the caller to print.
+    Refused {
+        run_dir: PathBuf,
+        why: String,
+    },
 }
 
 pub struct Driver<'a> {
@@ -109,11 +112,11 @@ impl<'a> Driver<'a> {
         let mut run = match load_or_new(&results_path, &opts.matrix_shown) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!(
-                    "error: {e:#}\nrefusing to overwrite {}: it holds results this version cannot read. Move it away, or pick another --out.",
+                let why = format!(
+                    "{e:#}\nrefusing to overwrite {}: it holds results this version cannot read. Move it away, or pick another --out.",
                     results_path.display()
                 );
-                return Ok(Opened::Refused(run_dir));
+                return Ok(Opened::Refused { run_dir, why });
             }
         };
         for o in m.series.values().filter_map(|s| s.origin.as_ref()) {

@@ -18,9 +18,18 @@
 //! size, from the same distribution. Every loop over the resamples asks
 //! `Draws::stop` first and gives up (None) when it says so.
 
-use super::intervals::ChangeCi;
 use super::location::{location, location_by, pct_of, quantile};
 use super::rng::Xoshiro256;
+
+/// Bootstrap confidence interval of the percent change between two medians.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangeCi {
+    /// 100 * (median(new) / median(base) - 1)
+    pub pct_change: f64,
+    /// Interval bounds, in percent.
+    pub lo: f64,
+    pub hi: f64,
+}
 
 /// How to resample: the confidence of the interval, how many resamples,
 /// the seed, and when to give up (an interrupt: the answer is None then).

@@ -11,9 +11,10 @@
 //! no change worth reporting is plausible) and "too noisy to judge" (it
 //! reaches past the minimum effect: more samples could still find one).
 
+use super::bootstrap::ChangeCi;
 use super::bootstrap::{never, quantile_change_ci_boots, Draws};
 use super::hypothesis::{mann_whitney_u, paired_t, welch_t};
-use super::intervals::{paired_log_change_ci, ChangeCi};
+use super::intervals::paired_log_change_ci;
 use super::location::{location, summarize};
 use super::noise::{boot_noise, pair_log_ss, pooled_noise};
 use std::collections::HashMap;

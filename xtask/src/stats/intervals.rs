@@ -6,42 +6,10 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::bootstrap::{median_ci_boots, never, Draws};
+use super::bootstrap::{median_ci_boots, never, ChangeCi, Draws};
 use super::distributions::t_two_sided_quantile;
 use super::location::{mean_var, Summary};
 use crate::schema::Metric;
-
-/// Bootstrap confidence interval of the percent change between two medians.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChangeCi {
-    /// 100 * (median(new) / median(base) - 1)
-    pub pct_change: f64,
-    /// Interval bounds, in percent.
-    pub lo: f64,
-    pub hi: f64,
-}
-
-/// 1-indexed rank k such that (x(k), x(n+1-k)) is the narrowest order-statistic interval
-/// covering the median with probability >= 95%; `None` if no such k >= 1 exists (n < 6).
-///
-/// The count of samples below the true median is Binomial(n, 1/2), so the interval misses
-/// with probability 2 * P(B <= k-1). We take the largest k with P(B <= k-1) <= 0.025.
-pub(super) fn median_ci_rank(n: usize) -> Option<usize> {
-    const TAIL: f64 = 0.025;
-    // Log space because 2^-n underflows past n = 1074; terms that underflow there are far
-    // below TAIL and cannot move the answer.
-    let nf = n as f64;
-    let mut ln_pmf = -nf * std::f64::consts::LN_2;
-    let mut cdf = 0.0;
-    for i in 0..=n {
-        cdf += ln_pmf.exp();
-        if cdf > TAIL {
-            return if i == 0 { None } else { Some(i) };
-        }
-        ln_pmf += ((nf - i as f64) / (i as f64 + 1.0)).ln();
-    }
-    None
-}
 
 /// The change of paired boots: `d` = ln(new_i / base_i) of each pair's
 /// statistics (boot i of each side, run back to back). The change is the
@@ -137,41 +105,6 @@ pub fn ci_half_pct(ci: Option<(f64, f64)>, median: f64) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::stats::testutil::assert_close;
-
-    #[test]
-    fn median_ci_rank_matches_binomial_rule() {
-        // k = largest rank with P(Binom(n, 1/2) <= k-1) <= 0.025, so (x(k), x(n+1-k)) covers
-        // the median with probability 1 - 2 P(B <= k-1) >= 95%. For n = 10:
-        // P(B <= 1) = 11/1024 = 0.0107 but P(B <= 2) = 56/1024 = 0.0547, so k = 2 and the
-        // interval is (x(2), x(9)) with coverage 1002/1024 = 97.85%.
-        // Expected k from scipy 1.17.1: python -c "from scipy.stats import binom; print(int(binom.ppf(0.025, N, 0.5)))"
-        // (ppf is the smallest j with cdf(j) >= 0.025, i.e. exactly this k; cross-checked
-        // with exact integer arithmetic using math.comb.) n = 5 gives 0: no 95% interval.
-        let table = [
-            (1, 0),
-            (5, 0),
-            (6, 1),
-            (7, 1),
-            (8, 1),
-            (9, 2),
-            (10, 2),
-            (11, 2),
-            (12, 3),
-            (15, 4),
-            (20, 6),
-            (25, 8),
-            (30, 10),
-            (50, 18),
-            (100, 40),
-            (101, 41),
-            (1000, 469),
-            (5000, 2431),
-        ];
-        for (n, k) in table {
-            let want = if k == 0 { None } else { Some(k) };
-            assert_eq!(median_ci_rank(n), want, "n = {n}");
-        }
-    }
 
     #[test]
     fn paired_log_change_is_the_t_interval_of_the_mean_log_ratio() {

@@ -7,8 +7,6 @@
 //! one-line Python command. NaN filtering is the caller's job: NaNs are
 //! neither rejected nor skipped here.
 
-use super::intervals::median_ci_rank;
-
 /// Descriptive statistics of one sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
@@ -102,6 +100,28 @@ pub(super) fn location_by(n: usize, q: f64, mut os: impl FnMut(usize) -> f64) ->
     }
     let lower = os(mid - 1);
     midpoint(lower, os(mid))
+}
+
+/// 1-indexed rank k such that (x(k), x(n+1-k)) is the narrowest order-statistic interval
+/// covering the median with probability >= 95%; `None` if no such k >= 1 exists (n < 6).
+///
+/// The count of samples below the true median is Binomial(n, 1/2), so the interval misses
+/// with probability 2 * P(B <= k-1). We take the largest k with P(B <= k-1) <= 0.025.
+pub(super) fn median_ci_rank(n: usize) -> Option<usize> {
+    const TAIL: f64 = 0.025;
+    // Log space because 2^-n underflows past n = 1074; terms that underflow there are far
+    // below TAIL and cannot move the answer.
+    let nf = n as f64;
+    let mut ln_pmf = -nf * std::f64::consts::LN_2;
+    let mut cdf = 0.0;
+    for i in 0..=n {
+        cdf += ln_pmf.exp();
+        if cdf > TAIL {
+            return if i == 0 { None } else { Some(i) };
+        }
+        ln_pmf += ((nf - i as f64) / (i as f64 + 1.0)).ln();
+    }
+    None
 }
 
 /// Summary statistics of `samples`; `None` for an empty slice.
@@ -203,6 +223,41 @@ pub(super) fn mean_var(x: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_ci_rank_matches_binomial_rule() {
+        // k = largest rank with P(Binom(n, 1/2) <= k-1) <= 0.025, so (x(k), x(n+1-k)) covers
+        // the median with probability 1 - 2 P(B <= k-1) >= 95%. For n = 10:
+        // P(B <= 1) = 11/1024 = 0.0107 but P(B <= 2) = 56/1024 = 0.0547, so k = 2 and the
+        // interval is (x(2), x(9)) with coverage 1002/1024 = 97.85%.
+        // Expected k from scipy 1.17.1: python -c "from scipy.stats import binom; print(int(binom.ppf(0.025, N, 0.5)))"
+        // (ppf is the smallest j with cdf(j) >= 0.025, i.e. exactly this k; cross-checked
+        // with exact integer arithmetic using math.comb.) n = 5 gives 0: no 95% interval.
+        let table = [
+            (1, 0),
+            (5, 0),
+            (6, 1),
+            (7, 1),
+            (8, 1),
+            (9, 2),
+            (10, 2),
+            (11, 2),
+            (12, 3),
+            (15, 4),
+            (20, 6),
+            (25, 8),
+            (30, 10),
+            (50, 18),
+            (100, 40),
+            (101, 41),
+            (1000, 469),
+            (5000, 2431),
+        ];
+        for (n, k) in table {
+            let want = if k == 0 { None } else { Some(k) };
+            assert_eq!(median_ci_rank(n), want, "n = {n}");
+        }
+    }
     use crate::stats::testutil::assert_close;
 
     #[test]

@@ -1,7 +1,10 @@
-//! Reading finished runs and writing their reports: shared by `matrix`,
-//! `merge`, `report`, `compare`, `aa-rate` and `sweep`. File IO and the
-//! GitHub Actions environment live here; what is computed lives in
-//! `stats/`, what is rendered in `report/`.
+//! A run's report files: reading a finished run (results.json, checked),
+//! writing summary.md, report.html, junit.xml, kcidb.json and compare.json
+//! all or none (staged beside their targets, renamed when all are done),
+//! GitHub Actions' step summary, the REGRESSION lines and the exit code of
+//! a verdict. Shared by `matrix`, `merge`, `report`, `compare`, `aa-rate`
+//! and `sweep`. The one file of report/ that touches files: what is
+//! computed lives in `stats/`, what is rendered in the other files here.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -300,10 +303,42 @@ pub fn verdict_code(run: &Run, fail_on_regression: bool) -> u8 {
         }
         code = 1;
     }
-    if fail_on_regression && super::report_regressions(&run.comparisons) {
+    if fail_on_regression && report_regressions(&run.comparisons) {
         code = 1;
     }
     code
+}
+
+/// What `compare RUN_A RUN_B` writes: both runs and the comparisons.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct RunComparison {
+    pub schema: u32,
+    pub base_run: String,
+    pub new_run: String,
+    pub comparisons: Vec<crate::schema::Comparison>,
+}
+
+/// Prints a REGRESSION line per regressed comparison; true when any.
+pub fn report_regressions(cs: &[crate::schema::Comparison]) -> bool {
+    let mut any = false;
+    for c in cs
+        .iter()
+        .filter(|c| c.verdict == crate::schema::Verdict::Regressed)
+    {
+        eprintln!(
+            "REGRESSION {} {} vs {} {}: {:+.1}% [{:+.1}%, {:+.1}%], p={:.4}",
+            c.new_cell,
+            c.new_metric,
+            c.base_cell,
+            c.base_metric,
+            c.pct_change,
+            c.ci95_lo,
+            c.ci95_hi,
+            c.p_value
+        );
+        any = true;
+    }
+    any
 }
 
 /// The readers' code path (load and check, merge, compare, every report)
@@ -322,7 +357,6 @@ mod mutations {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::cli::compare::RunComparison;
     use crate::plan::matrix::Filters;
     use crate::schema::{merge, Verdict, SCHEMA_VERSION};
     use crate::stats::{aa, compare as stats_compare};

@@ -1,0 +1,914 @@
+//! Parsing and validation of matrix.toml: what serde cannot check
+//! (names that refer to other tables, ranges, repeats, patterns), each
+//! refusal naming FILE:LINE:COL and what was expected.
+
+use std::fmt;
+use std::ops::RangeInclusive;
+
+use anyhow::{bail, Result};
+use toml::Spanned;
+
+use super::expand::{parse_config_line, Filters};
+use super::schema::*;
+use crate::plan::arch::Arch;
+use crate::plan::spans::{keys, Seg, Spans};
+
+/// The ranges of matrix.toml's numbers (docs/matrix-toml.md states them);
+/// a flag that overrides one of them takes the same range.
+pub const SMP: RangeInclusive<u32> = 1..=64;
+/// `[config] smp`: possible CPUs (with `maxcpus=`, more than are online).
+pub const CONFIG_SMP: RangeInclusive<u32> = 1..=512;
+pub const MEMORY_MB: RangeInclusive<u32> = 128..=65_536;
+/// Seconds of QEMU for one boot, a day at most (`--cell-timeout` too).
+pub const CELL_TIMEOUT_S: RangeInclusive<u64> = 1..=86_400;
+/// Seconds a test may take in the guest (x3 under TCG), a day at most.
+pub const TEST_TIMEOUT_S: RangeInclusive<u64> = 1..=86_400;
+/// Boots of a cell: run.boots, run.max_boots, `[test] boots`, and the
+/// `--boots`/`--max-boots` flags of every command.
+pub const BOOTS: RangeInclusive<u32> = 1..=50;
+/// `[test.*] rounds` (kind = "perf").
+pub const ROUNDS: RangeInclusive<u32> = 1..=100;
+/// `[metric] min_effect_pct`, a change in percent.
+pub const MIN_EFFECT_PCT: RangeInclusive<f64> = 0.0..=1000.0;
+
+/// What a numeric key expects, for serde's refusals of a value of the
+/// wrong type (`-1`, `nan`, too large): by the key on `offset`'s line and
+/// the table header above it.
+fn number_at(text: &str, offset: usize) -> Option<String> {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let key = line.split_once('=')?.0.trim();
+    let header = before[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))?;
+    let table = header
+        .trim_start_matches('[')
+        .split(['.', ']'])
+        .next()?
+        .trim();
+    let (name, range) = match (table, key) {
+        ("run", "smp") => ("run.smp", format!("{}..={} CPUs", SMP.start(), SMP.end())),
+        ("run", "memory_mb") => (
+            "run.memory_mb",
+            format!("{}..={} MB", MEMORY_MB.start(), MEMORY_MB.end()),
+        ),
+        ("run", "cell_timeout_s") => (
+            "run.cell_timeout_s",
+            format!(
+                "{}..={} seconds",
+                CELL_TIMEOUT_S.start(),
+                CELL_TIMEOUT_S.end()
+            ),
+        ),
+        ("run", "boots") => ("run.boots", format!("{}..={}", BOOTS.start(), BOOTS.end())),
+        ("run", "max_boots") => ("run.max_boots", format!("run.boots..={}", BOOTS.end())),
+        ("config", "smp") => (
+            "[config] smp",
+            format!("{}..={} CPUs", CONFIG_SMP.start(), CONFIG_SMP.end()),
+        ),
+        ("test", "timeout_s") => (
+            "[test] timeout_s",
+            format!(
+                "{}..={} seconds",
+                TEST_TIMEOUT_S.start(),
+                TEST_TIMEOUT_S.end()
+            ),
+        ),
+        ("test", "boots") => (
+            "[test] boots",
+            format!("{}..={}", BOOTS.start(), BOOTS.end()),
+        ),
+        ("metric", "min_effect_pct") => (
+            "[metric] min_effect_pct",
+            format!(
+                "{}..={} (percent)",
+                MIN_EFFECT_PCT.start(),
+                MIN_EFFECT_PCT.end()
+            ),
+        ),
+        ("metric", "target_ci_pct") => {
+            ("[metric] target_ci_pct", "a percentage in (0, 100)".into())
+        }
+        ("metric", "quantile") => ("[metric] quantile", "a number in (0, 1)".into()),
+        _ => return None,
+    };
+    Some(format!("{name}: expected {range}"))
+}
+
+/// `NAME = v` in its range, else an error at its value saying the range.
+fn in_range<T: PartialOrd + fmt::Display>(
+    at: &Spans,
+    keys: &[Seg],
+    name: &str,
+    v: T,
+    range: &RangeInclusive<T>,
+    unit: &str,
+) -> Result<()> {
+    if range.contains(&v) {
+        return Ok(());
+    }
+    Err(at.err_at(
+        keys,
+        format!(
+            "{name} = {v} is out of range, expected {}..={}{unit}",
+            range.start(),
+            range.end()
+        ),
+    ))
+}
+
+/// The first entry of a list that repeats an earlier one: its index.
+fn repeated<'s>(items: impl IntoIterator<Item = &'s str>) -> Option<(usize, &'s str)> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .into_iter()
+        .enumerate()
+        .find(|(_, s)| !seen.insert(*s))
+}
+
+/// A list of names with each one at most once; the error is at the repeat.
+fn once(at: &Spans, list: &[Spanned<String>], what: &str, why: &str) -> Result<()> {
+    match repeated(list.iter().map(|s| s.get_ref().as_str())) {
+        Some((i, s)) => Err(at.err(
+            list[i].span(),
+            format!("{what} lists `{s}` twice{why}; expected each once"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The same for a list without spans of its own, found by key path.
+fn once_at(at: &Spans, keys: &[Seg], list: &[String], what: &str) -> Result<()> {
+    match repeated(list.iter().map(String::as_str)) {
+        Some((i, s)) => {
+            let mut p = keys.to_vec();
+            p.push(Seg::Index(i));
+            Err(at.err_at(&p, format!("{what} lists `{s}` twice; expected each once")))
+        }
+        None => Ok(()),
+    }
+}
+
+/// A kernel, series, config or test name: part of cell ids, of globs, and
+/// of paths in the cache and the guest.
+fn bad_name(name: &str) -> bool {
+    name.is_empty()
+        || name
+            .chars()
+            .any(|c| c == '/' || c == '*' || c.is_whitespace() || c.is_control())
+}
+
+const NAME_RULE: &str = "expected a name without `/`, `*` or white space";
+
+impl Matrix {
+    /// Parses and validates; errors name the file, line and column and what
+    /// was expected. Reads nothing but `text` (the files it names are
+    /// checked by `plan::files`).
+    pub fn parse(path: &str, text: &str) -> Result<Matrix> {
+        let m: Matrix = match toml::from_str(text) {
+            Ok(m) => m,
+            Err(e) => {
+                let at = Spans::new(path, text);
+                let offset = e.span().map_or(0, |s| s.start);
+                let hint = number_at(text, offset)
+                    .map(|h| format!("; {h}"))
+                    .unwrap_or_default();
+                let mut msg = e.message().trim_end().to_string();
+                if msg.is_empty() {
+                    // toml says nothing of some characters (NUL, controls).
+                    let c = text.get(offset..).and_then(|t| t.chars().next());
+                    msg = match c {
+                        Some(c) => format!("unexpected character {c:?}, expected TOML"),
+                        None => "unexpected end of the file, expected TOML".to_string(),
+                    };
+                }
+                bail!("{}: {msg}{hint}", at.place(offset));
+            }
+        };
+        let mut m = m;
+        m.validate(&Spans::new(path, text))?;
+        m.add_prefix_series();
+        Ok(m)
+    }
+
+    /// A kernel's `NAME@K` (validated): the first K patches of series NAME,
+    /// as a series of its own, as sweep and bisect name them.
+    fn add_prefix_series(&mut self) {
+        let listed: Vec<String> = self
+            .kernel
+            .values()
+            .flat_map(|k| k.series.iter().map(|s| s.get_ref().clone()))
+            .collect();
+        for name in listed {
+            if let Some((series, k)) = split_prefix(&name) {
+                let dir = self.series[series].dir.clone();
+                let origin = self.series[series].origin.clone();
+                self.series.insert(
+                    name.clone(),
+                    Series {
+                        dir,
+                        take: Some(k),
+                        origin,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Checks what serde cannot: names that refer to other tables, ranges,
+    /// repeats, patterns. The first problem found is the error.
+    fn validate(&self, at: &Spans) -> Result<()> {
+        self.validate_run(at)?;
+        self.validate_series(at)?;
+        self.validate_kernels(at)?;
+        self.validate_configs(at)?;
+        self.validate_tests(at)?;
+        self.validate_expectations(at)?;
+        self.validate_comparisons(at)?;
+        if self.cells(&Filters::default()).is_err() {
+            return Err(at.err_at(
+                keys!["run"],
+                "the matrix makes no cell: expected a kernel with a config (its `configs`, else run.configs) whose tests (its `tests`, else run.tests) are not empty",
+            ));
+        }
+        Ok(())
+    }
+
+    /// [run]: the arches, configs and tests it names, and its numbers.
+    fn validate_run(&self, at: &Spans) -> Result<()> {
+        let run = &self.run;
+        if run.arches.is_empty() {
+            return Err(at.err_at(
+                keys!["run", "arches"],
+                format!(
+                    "run.arches is empty, expected some of {:?}",
+                    Arch::guest_names()
+                ),
+            ));
+        }
+        for a in &run.arches {
+            match Arch::parse(a.get_ref()) {
+                Some(arch) if !arch.info().boots => {
+                    return Err(at.err(
+                        a.span(),
+                        format!(
+                            "run.arches: {arch} is built, never booted (its guest programs would need a {arch} C library); name it in run.build_only as \"{arch}/CONFIG\" instead"
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    return Err(at.err(
+                        a.span(),
+                        format!(
+                            "unknown arch `{}`, expected one of {:?}",
+                            a.get_ref(),
+                            Arch::guest_names()
+                        ),
+                    ))
+                }
+            }
+        }
+        once(
+            at,
+            &run.arches,
+            "run.arches",
+            " (each cell would run twice)",
+        )?;
+        for c in &run.configs {
+            if !self.config.contains_key(c.get_ref()) {
+                return Err(at.err(
+                    c.span(),
+                    format!(
+                        "config `{}` is not defined in a [config.{}] table",
+                        c.get_ref(),
+                        c.get_ref()
+                    ),
+                ));
+            }
+        }
+        once(
+            at,
+            &run.configs,
+            "run.configs",
+            " (each cell would run twice)",
+        )?;
+        for t in &run.tests {
+            if !self.test.contains_key(t.get_ref()) {
+                return Err(at.err(
+                    t.span(),
+                    format!(
+                        "test `{}` is not defined in a [test.{}] table",
+                        t.get_ref(),
+                        t.get_ref()
+                    ),
+                ));
+            }
+        }
+        once(at, &run.tests, "run.tests", " (it would run twice a boot)")?;
+        for t in &run.build_only {
+            let (arch, config) = t.get_ref().split_once('/').unwrap_or((t.get_ref(), ""));
+            if Arch::parse(arch).is_none() {
+                return Err(at.err(
+                    t.span(),
+                    format!(
+                        "run.build_only: `{}` names no arch, expected ARCH/CONFIG with ARCH one of {:?}",
+                        t.get_ref(),
+                        Arch::names()
+                    ),
+                ));
+            }
+            if !self.config.contains_key(config) {
+                return Err(at.err(
+                    t.span(),
+                    format!(
+                        "run.build_only: `{}` names no config, expected ARCH/CONFIG with CONFIG one of {:?}",
+                        t.get_ref(),
+                        self.config.keys().collect::<Vec<_>>()
+                    ),
+                ));
+            }
+        }
+        once(
+            at,
+            &run.build_only,
+            "run.build_only",
+            " (it would be built twice a patch)",
+        )?;
+        in_range(at, keys!["run", "smp"], "run.smp", run.smp, &SMP, " CPUs")?;
+        in_range(
+            at,
+            keys!["run", "memory_mb"],
+            "run.memory_mb",
+            run.memory_mb,
+            &MEMORY_MB,
+            " MB",
+        )?;
+        in_range(
+            at,
+            keys!["run", "cell_timeout_s"],
+            "run.cell_timeout_s",
+            run.cell_timeout_s,
+            &CELL_TIMEOUT_S,
+            " seconds",
+        )?;
+        in_range(
+            at,
+            keys!["run", "boots"],
+            "run.boots",
+            run.boots,
+            &BOOTS,
+            "",
+        )?;
+        if let Some(mb) = run.max_boots {
+            if mb < run.boots || mb > *BOOTS.end() {
+                return Err(at.err_at(
+                    keys!["run", "max_boots"],
+                    format!(
+                        "run.max_boots = {mb} is out of range, expected run.boots ({})..={}",
+                        run.boots,
+                        BOOTS.end()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [kernel.*]: names, the series and configs they name, their sources.
+    fn validate_kernels(&self, at: &Spans) -> Result<()> {
+        if self.kernel.is_empty() {
+            return Err(at.err_at(
+                keys!["kernel"],
+                "no kernel: expected a [kernel.NAME] table with a `source`",
+            ));
+        }
+        for (name, k) in &self.kernel {
+            if bad_name(name) || name == "base" {
+                return Err(at.err_key(
+                    keys!["kernel", name],
+                    format!("kernel name `{name}`: {NAME_RULE}, and not `base`"),
+                ));
+            }
+            for s in &k.series {
+                if let Some((series, _)) = split_prefix(s.get_ref()) {
+                    if !self.series.contains_key(series) {
+                        return Err(at.err(
+                            s.span(),
+                            format!(
+                                "`{}` names the first patches of series `{series}`, which is not defined in a [series.\"{series}\"] table",
+                                s.get_ref()
+                            ),
+                        ));
+                    }
+                } else if s.get_ref().contains('@') {
+                    return Err(at.err(
+                        s.span(),
+                        format!(
+                            "`{}`: expected a series name, or NAME@K for its first K patches (K from 1)",
+                            s.get_ref()
+                        ),
+                    ));
+                } else if !self.series.contains_key(s.get_ref()) {
+                    return Err(at.err(
+                        s.span(),
+                        format!(
+                            "series `{}` is not defined in a [series.\"{}\"] table",
+                            s.get_ref(),
+                            s.get_ref()
+                        ),
+                    ));
+                }
+            }
+            once(
+                at,
+                &k.series,
+                &format!("kernel.{name}.series"),
+                " (each of its cells would run twice)",
+            )?;
+            if let Some(from) = &k.selftests_from {
+                if !k.series.iter().any(|s| s.get_ref() == from.get_ref())
+                    && from.get_ref() != "base"
+                {
+                    return Err(at.err(
+                        from.span(),
+                        format!(
+                            "selftests_from = `{}`: expected `base` or one of this kernel's series",
+                            from.get_ref()
+                        ),
+                    ));
+                }
+            }
+            for c in &k.configs {
+                if !self.config.contains_key(c.get_ref()) {
+                    return Err(at.err(
+                        c.span(),
+                        format!(
+                            "config `{}` is not defined in a [config.{}] table",
+                            c.get_ref(),
+                            c.get_ref()
+                        ),
+                    ));
+                }
+            }
+            once(
+                at,
+                &k.configs,
+                &format!("kernel.{name}.configs"),
+                " (each of its cells would run twice)",
+            )?;
+            let bad_source = match k.source.get_ref() {
+                SourceSpec::Debian { package, .. } if !package.starts_with("linux-source-") => {
+                    Some(format!(
+                        "debian source `{package}`: expected a linux-source-X.Y package"
+                    ))
+                }
+                SourceSpec::Download {
+                    sha256: Some(sum), ..
+                } if sum.len() != 64 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) => Some(
+                    format!("source sha256 `{sum}`: expected 64 hex digits"),
+                ),
+                SourceSpec::Tarball(p) if p.trim().is_empty() => {
+                    Some("tarball source: expected the path of a kernel tarball".into())
+                }
+                SourceSpec::Git { path, rev } if path.trim().is_empty() || rev.trim().is_empty() => {
+                    Some(format!(
+                        "git source `{path}` at `{rev}`: expected the path of a git tree and a revision"
+                    ))
+                }
+                _ => None,
+            };
+            if let Some(msg) = bad_source {
+                return Err(at.err(k.source.span(), msg));
+            }
+        }
+        Ok(())
+    }
+
+    /// [series.*]: names (variant names, hence part of cell ids) and dirs.
+    fn validate_series(&self, at: &Spans) -> Result<()> {
+        for (name, s) in &self.series {
+            if bad_name(name) || name == "base" || name == AA_VARIANT || name.contains('@') {
+                return Err(at.err_key(
+                    keys!["series", name],
+                    format!(
+                        "series name `{name}`: {NAME_RULE} or `@`, and not `base` (it names a variant)"
+                    ),
+                ));
+            }
+            if s.dir.trim().is_empty() {
+                return Err(at.err_at(
+                    keys!["series", name, "dir"],
+                    format!("[series.{name}] dir is empty, expected a directory of patch files"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [config.*]: smp, the tests and arch fragments they name.
+    fn validate_configs(&self, at: &Spans) -> Result<()> {
+        for (name, c) in &self.config {
+            if bad_name(name) {
+                return Err(at.err_key(
+                    keys!["config", name],
+                    format!("config name `{name}`: {NAME_RULE}"),
+                ));
+            }
+            if c.base.trim().is_empty() {
+                return Err(at.err_at(
+                    keys!["config", name, "base"],
+                    format!("[config.{name}] base is empty, expected a make target (tinyconfig, defconfig)"),
+                ));
+            }
+            if let Some(smp) = c.smp {
+                in_range(
+                    at,
+                    keys!["config", name, "smp"],
+                    &format!("[config.{name}] smp"),
+                    smp,
+                    &CONFIG_SMP,
+                    " CPUs",
+                )?;
+            }
+            if let Some(tests) = &c.tests {
+                if tests.is_empty() {
+                    return Err(at.err_at(
+                        keys!["config", name, "tests"],
+                        format!("config.{name}.tests is empty, expected one or more tests (without the key: run.tests)"),
+                    ));
+                }
+                for t in tests {
+                    if !self.test.contains_key(t.get_ref()) {
+                        return Err(at.err(
+                            t.span(),
+                            format!(
+                                "config.{name}.tests: test `{}` is not defined in a [test.{}] table",
+                                t.get_ref(),
+                                t.get_ref()
+                            ),
+                        ));
+                    }
+                }
+                once(
+                    at,
+                    tests,
+                    &format!("config.{name}.tests"),
+                    " (it would run twice a boot)",
+                )?;
+            }
+            once_at(
+                at,
+                keys!["config", name, "fragments"],
+                &c.fragments,
+                &format!("config.{name}.fragments"),
+            )?;
+            for (a, frags) in &c.arch_fragments {
+                if Arch::parse(a.get_ref()).is_none() {
+                    return Err(at.err(
+                        a.span(),
+                        format!(
+                            "config.{name}.arch_fragments: unknown arch `{}`, expected one of {:?}",
+                            a.get_ref(),
+                            Arch::names()
+                        ),
+                    ));
+                }
+                once_at(
+                    at,
+                    keys!["config", name, "arch_fragments", a.get_ref()],
+                    frags,
+                    &format!("config.{name}.arch_fragments.{}", a.get_ref()),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [test.*]: what each kind needs, Kconfig symbols, numbers, repeats.
+    fn validate_tests(&self, at: &Spans) -> Result<()> {
+        for (name, t) in &self.test {
+            let here = keys!["test", name];
+            if bad_name(name) {
+                return Err(at.err_key(here, format!("test name `{name}`: {NAME_RULE}")));
+            }
+            let missing = match t.kind {
+                TestKind::Kselftest if t.dir.is_none() || t.sources.is_empty() => {
+                    Some("kind = \"kselftest\" needs `dir` and `sources`")
+                }
+                TestKind::Bench if t.source.is_none() => Some("kind = \"bench\" needs `source`"),
+                TestKind::Shell if t.command.is_none() => Some("kind = \"shell\" needs `command`"),
+                TestKind::Programs
+                    if t.dir.is_none() || t.programs.is_empty() || t.cases.is_empty() =>
+                {
+                    Some("kind = \"programs\" needs `dir`, `programs` and `cases`")
+                }
+                TestKind::Perf if t.dir.is_none() || t.sources.is_empty() || t.cases.is_empty() => {
+                    Some("kind = \"perf\" needs `dir` (tools/perf), `sources` (the files its benches are in) and `cases`")
+                }
+                _ => None,
+            };
+            if let Some(msg) = missing {
+                return Err(at.err_key(here, format!("[test.{name}] {msg}")));
+            }
+            test_needs(at, name, t)?;
+            if let Some(b) = t.boots {
+                in_range(
+                    at,
+                    keys!["test", name, "boots"],
+                    &format!("[test.{name}] boots"),
+                    b,
+                    &BOOTS,
+                    " (the first N boots of a cell; a test that never runs is left out of the tests)",
+                )?;
+            }
+            if let Some(r) = t.rounds {
+                if t.kind != TestKind::Perf {
+                    return Err(at.err_key(
+                        keys!["test", name, "rounds"],
+                        format!("[test.{name}] rounds: only kind = \"perf\" has rounds"),
+                    ));
+                }
+                in_range(
+                    at,
+                    keys!["test", name, "rounds"],
+                    &format!("[test.{name}] rounds"),
+                    r,
+                    &ROUNDS,
+                    " (runs of each case in a boot)",
+                )?;
+            }
+            if let Some(s) = t.timeout_s {
+                in_range(
+                    at,
+                    keys!["test", name, "timeout_s"],
+                    &format!("[test.{name}] timeout_s"),
+                    s,
+                    &TEST_TIMEOUT_S,
+                    " seconds",
+                )?;
+            }
+            test_config(at, name, t)?;
+            once_at(
+                at,
+                keys!["test", name, "sources"],
+                &t.sources,
+                &format!("[test.{name}] sources"),
+            )?;
+            let programs: Vec<String> = t.programs.iter().map(|p| p.name.clone()).collect();
+            let cases: Vec<String> = t.cases.iter().map(|c| c.name.clone()).collect();
+            for (what, names) in [("programs", &programs), ("cases", &cases)] {
+                if let Some((i, n)) = repeated(names.iter().map(String::as_str)) {
+                    return Err(at.err_at(
+                        keys!["test", name, what, i, "name"],
+                        format!(
+                            "[test.{name}] {what}: `{n}` is named twice; expected each name once"
+                        ),
+                    ));
+                }
+                if let Some(i) = names.iter().position(|n| bad_name(n)) {
+                    return Err(at.err_at(
+                        keys!["test", name, what, i, "name"],
+                        format!("[test.{name}] {what}: name `{}`: {NAME_RULE}", names[i]),
+                    ));
+                }
+            }
+            if let Some(i) = t.programs.iter().position(|p| p.sources.is_empty()) {
+                return Err(at.err_at(
+                    keys!["test", name, "programs", i, "sources"],
+                    format!(
+                        "[test.{name}] program `{}` has no sources, expected C files in `dir`",
+                        t.programs[i].name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [[expect]] and [[known]]: tests, cell patterns, splat regexes.
+    fn validate_expectations(&self, at: &Spans) -> Result<()> {
+        for (i, e) in self.expect.iter().enumerate() {
+            if !self.test.contains_key(e.test.get_ref()) {
+                return Err(at.err(
+                    e.test.span(),
+                    format!("expect: unknown test `{}`", e.test.get_ref()),
+                ));
+            }
+            if e.cell.split('/').count() != 4 {
+                return Err(at.err_at(
+                    keys!["expect", i, "cell"],
+                    format!("expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell),
+                ));
+            }
+        }
+        for (i, k) in self.known.iter().enumerate() {
+            if k.cell.split('/').count() != 4 {
+                return Err(at.err_at(
+                    keys!["known", i, "cell"],
+                    format!("known.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", k.cell),
+                ));
+            }
+            if let Err(e) = regex::Regex::new(&k.splat) {
+                return Err(at.err_at(
+                    keys!["known", i, "splat"],
+                    format!("known.splat `{}`: not a regex: {e}", k.splat),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [[across]], [[within]] and [metric.*]: what is compared, and how.
+    fn validate_comparisons(&self, at: &Spans) -> Result<()> {
+        for (i, a) in self.across.iter().enumerate() {
+            for (key, c) in [
+                ("base_config", &a.base_config),
+                ("new_config", &a.new_config),
+            ] {
+                if !self.config.contains_key(c) {
+                    return Err(at.err_at(
+                        keys!["across", i, key],
+                        format!("[[across]] config `{c}` is not defined in a [config.{c}] table"),
+                    ));
+                }
+            }
+            if a.base_config == a.new_config {
+                return Err(at.err_at(
+                    keys!["across", i, "new_config"],
+                    format!(
+                        "[[across]] compares config `{}` with itself, expected two configs",
+                        a.new_config
+                    ),
+                ));
+            }
+        }
+        for (i, w) in self.within.iter().enumerate() {
+            if w.base == w.new {
+                return Err(at.err_at(
+                    keys!["within", i, "new"],
+                    format!(
+                        "[[within]] compares `{}` with itself, expected two metric prefixes",
+                        w.new
+                    ),
+                ));
+            }
+            if let Some(sp) = &w.split {
+                if sp.metric.is_empty() || !sp.at.is_finite() {
+                    return Err(at.err_at(
+                        keys!["within", i, "split"],
+                        format!(
+                            "[[within]] {} vs {}: [within.split] needs a metric name and a finite `at` (got `{}`, {})",
+                            w.new, w.base, sp.metric, sp.at
+                        ),
+                    ));
+                }
+                if sp.metric.starts_with(&w.base) || sp.metric.starts_with(&w.new) {
+                    return Err(at.err_at(
+                        keys!["within", i, "split", "metric"],
+                        format!(
+                            "[[within]] {} vs {}: [within.split] metric `{}` is one of the pair's own metrics; split by another (the host's state)",
+                            w.new, w.base, sp.metric
+                        ),
+                    ));
+                }
+            }
+        }
+        for (i, a) in self.agree.iter().enumerate() {
+            if a.a.is_empty() || a.b.is_empty() || a.a == a.b {
+                return Err(at.err_at(
+                    keys!["agree", i, "b"],
+                    format!(
+                        "[[agree]] needs two different metric names (got `{}` and `{}`)",
+                        a.a, a.b
+                    ),
+                ));
+            }
+            if !(a.factor.is_finite() && a.factor > 1.0) {
+                return Err(at.err_at(
+                    keys!["agree", i, "factor"],
+                    format!(
+                        "[[agree]] {} vs {}: factor = {} must be a ratio above 1 (2.0: the medians within 2x of each other)",
+                        a.a, a.b, a.factor
+                    ),
+                ));
+            }
+        }
+        for (name, m) in &self.metric {
+            in_range(
+                at,
+                keys!["metric", name, "min_effect_pct"],
+                &format!("[metric.{name}] min_effect_pct"),
+                m.min_effect_pct,
+                &MIN_EFFECT_PCT,
+                " (percent)",
+            )?;
+            if let Some(t) = m.target_ci_pct.filter(|t| !(*t > 0.0 && *t < 100.0)) {
+                return Err(at.err_at(
+                    keys!["metric", name, "target_ci_pct"],
+                    format!("[metric.{name}] target_ci_pct = {t} must be a percentage in (0, 100)"),
+                ));
+            }
+            if let Some(q) = m.quantile.filter(|q| !(*q > 0.0 && *q < 1.0)) {
+                return Err(at.err_at(
+                    keys!["metric", name, "quantile"],
+                    format!("[metric.{name}] quantile = {q} must be in (0, 1) (0.5: the median)"),
+                ));
+            }
+            if let Some(l) = m.layout_pct.filter(|l| !(*l > 0.0 && *l < 100.0)) {
+                return Err(at.err_at(
+                    keys!["metric", name, "layout_pct"],
+                    format!("[metric.{name}] layout_pct = {l} must be a percentage in (0, 100): what code layout alone moves the metric by"),
+                ));
+            }
+            if let Some(p) = &m.power {
+                if !p.below.is_finite() {
+                    return Err(at.err_at(
+                        keys!["metric", name, "power", "below"],
+                        format!("[metric.{name}] power.below = {} is not a finite number, expected the bound of the power figure", p.below),
+                    ));
+                }
+                if self.compared(&p.metric) {
+                    return Err(at.err_at(
+                        keys!["metric", name, "power", "metric"],
+                        format!("[metric.{name}] power.metric `{}` is itself compared; declare it `compare = false` (a figure about the host, not the kernel)", p.metric),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn test_needs(at: &Spans, name: &str, t: &TestSpec) -> Result<()> {
+    let needs = t.needs.iter().enumerate().map(|(i, n)| {
+        (
+            n,
+            [
+                Seg::Key("test"),
+                Seg::Key(name),
+                Seg::Key("needs"),
+                Seg::Index(i),
+            ]
+            .to_vec(),
+        )
+    });
+    let program_needs = t.programs.iter().enumerate().flat_map(|(p, prog)| {
+        prog.needs.iter().enumerate().map(move |(i, n)| {
+            (
+                n,
+                [
+                    Seg::Key("test"),
+                    Seg::Key(name),
+                    Seg::Key("programs"),
+                    Seg::Index(p),
+                    Seg::Key("needs"),
+                    Seg::Index(i),
+                ]
+                .to_vec(),
+            )
+        })
+    });
+    for (n, keys) in needs.chain(program_needs) {
+        if !n.starts_with("CONFIG_") || n.contains('=') || n.contains(char::is_whitespace) {
+            return Err(at.err_at(
+                &keys,
+                format!("[test.{name}] needs `{n}`: expected a Kconfig symbol, CONFIG_NAME"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A test's `config` lines: each an option line, no option set twice.
+fn test_config(at: &Spans, name: &str, t: &TestSpec) -> Result<()> {
+    let mut symbols = Vec::new();
+    for line in &t.config {
+        match parse_config_line(line.get_ref()) {
+            None => {
+                return Err(at.err(
+                    line.span(),
+                    format!(
+                        "`{}`: expected CONFIG_NAME=value or `# CONFIG_NAME is not set`",
+                        line.get_ref()
+                    ),
+                ))
+            }
+            Some((sym, _)) if symbols.contains(&sym) => {
+                return Err(at.err(
+                    line.span(),
+                    format!("[test.{name}] config sets {sym} twice; expected each option once"),
+                ))
+            }
+            Some((sym, _)) => symbols.push(sym),
+        }
+    }
+    Ok(())
+}
