@@ -487,3 +487,64 @@ fn no_circle_inside_a_folder() {
         found.join("\n")
     );
 }
+
+/// The folder `dirs` (e.g. `["build", "prepare"]`) as ARCHITECTURE.md
+/// names it: the text after the first "`build/`", then after the first
+/// "`prepare/`" that follows (or after "`build/prepare/`"). None when a
+/// folder is never named.
+fn after_folder<'t>(text: &'t str, dirs: &[&str]) -> Option<&'t str> {
+    let after = |hay: &'t str, pat: &str| hay.find(pat).map(|i| &hay[i + pat.len()..]);
+    let mut rest = text;
+    for (i, d) in dirs.iter().enumerate() {
+        rest = after(rest, &format!("`{d}/`"))
+            .or_else(|| after(text, &format!("`{}/`", dirs[..=i].join("/"))))?;
+    }
+    Some(rest)
+}
+
+/// ARCHITECTURE.md is a codemap that keeps up with the code: at most 250
+/// lines, and every file of xtask/src named in it. A top-level file is named
+/// as "`main.rs`"; a folder's `mod.rs` by the folder ("`stats/`", nested
+/// "`prepare/`" after "`build/`"); `D/F.rs` by "`F`" or "`F.rs`" after the
+/// first "`D/`"; `D/E/F.rs` the same after the folder `D/E`, or as "`E/F`"
+/// or "`E/F.rs`" after "`D/`".
+#[test]
+fn the_architecture_names_every_source_file() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 250,
+        "ARCHITECTURE.md has {lines} lines; a codemap has at most 250"
+    );
+    let src = root().join("xtask/src");
+    let all = files("xtask/src", &|p| ext(p, "rs"));
+    assert!(all.len() > 50, "only {} source files found", all.len());
+    let mut missing = Vec::new();
+    for f in &all {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().to_string();
+        let parts: Vec<&str> = rel.split('/').collect();
+        let (dirs, file) = parts.split_at(parts.len() - 1);
+        let stem = file[0].trim_end_matches(".rs");
+        let has = |hay: &str, name: &str| {
+            hay.contains(&format!("`{name}`")) || hay.contains(&format!("`{name}.rs`"))
+        };
+        let named = match (dirs, stem) {
+            ([], _) => text.contains(&format!("`{}`", file[0])),
+            (_, "mod") => after_folder(&text, dirs).is_some(),
+            ([.., last], _) => {
+                after_folder(&text, dirs).is_some_and(|t| has(t, stem))
+                    || (dirs.len() > 1
+                        && after_folder(&text, &dirs[..dirs.len() - 1])
+                            .is_some_and(|t| has(t, &format!("{last}/{stem}"))))
+            }
+        };
+        if !named {
+            missing.push(format!("xtask/src/{rel}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "source files ARCHITECTURE.md does not name:\n{}",
+        missing.join("\n")
+    );
+}

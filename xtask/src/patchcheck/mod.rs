@@ -40,20 +40,20 @@ pub struct Check {
     /// `ARCH/CONFIG`, the columns.
     pub targets: Vec<String>,
     /// The base alone, per target.
-    pub base: Vec<Built>,
-    pub patches: Vec<Patch>,
+    pub base: Vec<TargetBuild>,
+    pub patches: Vec<PatchCheck>,
     /// checkpatch severities that fail the check: error, warning or check.
     pub fail_on: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Patch {
+pub struct PatchCheck {
     /// 1-based place in the series.
     pub number: usize,
     pub info: PatchInfo,
     pub files: Vec<String>,
     /// One per target, in `targets` order.
-    pub builds: Vec<Built>,
+    pub builds: Vec<TargetBuild>,
     pub checkpatch: Vec<Finding>,
     /// kernel-doc warnings in the patch's files that the patch adds.
     pub kernel_doc: Vec<String>,
@@ -91,7 +91,7 @@ impl SelftestBuild {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Built {
+pub struct TargetBuild {
     pub target: String,
     /// `pass`, `build-error`, `config-error`, `apply-error`, `infra-error`.
     pub outcome: String,
@@ -112,7 +112,7 @@ pub struct Built {
     pub log: Option<PathBuf>,
 }
 
-impl Built {
+impl TargetBuild {
     pub fn ok(&self) -> bool {
         self.outcome == "pass"
     }
@@ -122,7 +122,7 @@ impl Check {
     /// Whether a patch brings something new: a build that fails where the
     /// previous step built, new warnings, or checkpatch findings at
     /// `fail_on`.
-    pub fn patch_is_bad(&self, p: &Patch) -> bool {
+    pub fn patch_is_bad(&self, p: &PatchCheck) -> bool {
         p.builds
             .iter()
             .enumerate()
@@ -133,14 +133,14 @@ impl Check {
 
     /// Whether target `t` built one step before patch `p` (the base before
     /// patch 1).
-    pub fn built_before(&self, p: &Patch, t: usize) -> bool {
+    pub fn built_before(&self, p: &PatchCheck, t: usize) -> bool {
         if p.number == 1 {
-            self.base.get(t).is_some_and(Built::ok)
+            self.base.get(t).is_some_and(TargetBuild::ok)
         } else {
             self.patches[p.number - 2]
                 .builds
                 .get(t)
-                .is_some_and(Built::ok)
+                .is_some_and(TargetBuild::ok)
         }
     }
 
@@ -175,13 +175,99 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
         &plan.root.join(&spec.dir),
         spec.take,
     )?;
-    let infos = series.info();
     let n = series.patches.len();
     let names = crate::plan::variants::prefixes(&mut m, &plan.kernel, &plan.series, n);
-    let wanted = |a: &str| plan.arches.is_empty() || plan.arches.iter().any(|x| x == a);
-    let wanted_config = |c: &str| plan.configs.is_empty() || plan.configs.iter().any(|x| x == c);
-    // The booted arches' targets, as the matrix's cells have them, then the
-    // build-only ones.
+    let targets = targets(&m, &plan.arches, &plan.configs, &plan.kernel)?;
+    let ctx = Ctx::new(
+        &m,
+        plan.root.to_path_buf(),
+        plan.cache,
+        plan.run_dir.clone(),
+        Default::default(),
+    );
+    let files: Vec<Vec<String>> = series
+        .patches
+        .iter()
+        .map(|p| parse::touched(&std::fs::read_to_string(p).unwrap_or_default()))
+        .collect();
+    let mut check = Check {
+        schema: SCHEMA,
+        kernel: plan.kernel.clone(),
+        series: plan.series.clone(),
+        targets: targets.iter().map(|(a, c)| format!("{a}/{c}")).collect(),
+        base: vec![],
+        patches: series
+            .info()
+            .into_iter()
+            .enumerate()
+            .map(|(i, info)| PatchCheck {
+                number: i + 1,
+                info,
+                files: files[i].clone(),
+                builds: vec![],
+                checkpatch: vec![],
+                kernel_doc: vec![],
+                selftests: vec![],
+            })
+            .collect(),
+        fail_on: plan.fail_on.clone(),
+    };
+    let mut progress = Progress {
+        ui,
+        step: 0,
+        total: targets.len() * (n + 1),
+    };
+    let mut docs_done = false;
+    let mut selftest_arches: Vec<Arch> = Vec::new();
+    for (arch, config) in &targets {
+        let target = Target {
+            ctx: &ctx,
+            kernel: &plan.kernel,
+            root: plan.root,
+            cache: plan.cache,
+            run_dir: &plan.run_dir,
+            arch: *arch,
+            config,
+            files: &files,
+        };
+        let steps = target.build_steps(&names, &mut check, &mut progress)?;
+        let Some(trees) = &steps.trees else {
+            continue;
+        };
+        // The selftests a patch touches, once an arch: for each booted arch
+        // as its guests get them (gcc's, not a clang config's); a build-only
+        // arch has no C library for them.
+        if arch.info().boots && !steps.llvm && !selftest_arches.contains(arch) {
+            selftest_arches.push(*arch);
+            target.selftest_steps(trees, &steps.commits, &mut check, &progress)?;
+        }
+        // kernel-doc and checkpatch once, from the first target's trees.
+        if !docs_done {
+            doc_steps(trees, &steps.commits, &files, &series.patches, &mut check)?;
+            docs_done = true;
+        }
+    }
+    for (name, text) in [
+        ("patchcheck.json", serde_json::to_string_pretty(&check)?),
+        ("patchcheck.md", report::markdown(&check)),
+        ("patchcheck.html", report::html(&check)),
+    ] {
+        crate::host::cache::write_atomic(&plan.run_dir.join(name), text.as_bytes())?;
+    }
+    Ok(check)
+}
+
+/// The kernel/arch/config targets to build: the booted arches' as the
+/// matrix's cells have them, then the build-only ones; `arches` and
+/// `configs` narrow them (empty: all).
+fn targets(
+    m: &Matrix,
+    arches: &[String],
+    configs: &[String],
+    kernel: &str,
+) -> Result<Vec<(Arch, String)>> {
+    let wanted = |a: &str| arches.is_empty() || arches.iter().any(|x| x == a);
+    let wanted_config = |c: &str| configs.is_empty() || configs.iter().any(|x| x == c);
     let guest_arches: Vec<String> = m
         .run
         .arches
@@ -192,7 +278,7 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
     let mut targets: Vec<(Arch, String)> = Vec::new();
     if !guest_arches.is_empty() {
         let filters = Filters {
-            kernel: vec![plan.kernel.clone()],
+            kernel: vec![kernel.to_string()],
             arch: guest_arches,
             ..Default::default()
         };
@@ -209,90 +295,95 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
         }
     }
     if targets.is_empty() {
-        anyhow::bail!(
-            "--arch {:?} --config {:?}: select no target to build",
-            plan.arches,
-            plan.configs
-        );
+        anyhow::bail!("--arch {arches:?} --config {configs:?}: select no target to build");
     }
-    let ctx = Ctx::new(
-        &m,
-        plan.root.to_path_buf(),
-        plan.cache,
-        plan.run_dir.clone(),
-        Default::default(),
-    );
-    let texts: Vec<String> = series
-        .patches
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
-        .collect();
-    let files: Vec<Vec<String>> = texts.iter().map(|t| parse::touched(t)).collect();
-    let mut check = Check {
-        schema: SCHEMA,
-        kernel: plan.kernel.clone(),
-        series: plan.series.clone(),
-        targets: targets.iter().map(|(a, c)| format!("{a}/{c}")).collect(),
-        base: vec![],
-        patches: infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| Patch {
-                number: i + 1,
-                info: info.clone(),
-                files: files[i].clone(),
-                builds: vec![],
-                checkpatch: vec![],
-                kernel_doc: vec![],
-                selftests: vec![],
-            })
-            .collect(),
-        fail_on: plan.fail_on.clone(),
-    };
-    let total = targets.len() * (n + 1);
-    let mut step = 0;
-    let mut docs_done = false;
-    let mut selftest_arches: Vec<Arch> = Vec::new();
-    for (arch, config) in &targets {
-        let variants: Vec<String> = std::iter::once("base".to_string())
-            .chain(names.iter().cloned())
-            .collect();
-        let cell_of = |v: &str| -> Cell {
-            Cell {
-                kernel: plan.kernel.clone(),
-                variant: v.to_string(),
-                arch: *arch,
-                config: config.clone(),
-                tests: m.config_tests(config),
-            }
+    Ok(targets)
+}
+
+/// The check's progress lines: step `step` of `total` builds.
+struct Progress<'a> {
+    ui: &'a crate::host::ui::Ui,
+    step: usize,
+    total: usize,
+}
+
+/// One kernel/arch/config target of the check, and the patches' files.
+struct Target<'a> {
+    ctx: &'a Ctx<'a>,
+    kernel: &'a str,
+    root: &'a Path,
+    cache: &'a crate::host::cache::Cache,
+    run_dir: &'a Path,
+    arch: Arch,
+    config: &'a str,
+    files: &'a [Vec<String>],
+}
+
+/// What a target's builds leave for the steps after them: each prefix's
+/// commit (None where it did not apply), the kernel's trees, and whether
+/// the config builds with clang.
+struct Steps {
+    commits: Vec<Option<String>>,
+    trees: Option<std::sync::Arc<Trees>>,
+    llvm: bool,
+}
+
+impl Target<'_> {
+    fn cell(&self, variant: &str) -> Cell {
+        Cell {
+            kernel: self.kernel.to_string(),
+            variant: variant.to_string(),
+            arch: self.arch,
+            config: self.config.to_string(),
+            tests: self.ctx.matrix.config_tests(self.config),
+        }
+    }
+
+    /// The base and each prefix built in turn; each patch's files compiled
+    /// alone before and after it, for the warnings it adds.
+    fn build_steps(
+        &self,
+        names: &[String],
+        check: &mut Check,
+        progress: &mut Progress,
+    ) -> Result<Steps> {
+        let (arch, config, files) = (self.arch, self.config, self.files);
+        let llvm = self.ctx.matrix.config[config].llvm;
+        let mut steps = Steps {
+            commits: Vec::new(),
+            trees: None,
+            llvm,
         };
-        let llvm = m.config[config].llvm;
-        let mut commits: Vec<Option<String>> = Vec::new();
-        let mut trees: Option<std::sync::Arc<Trees>> = None;
         let mut slots: Option<Slots> = None;
         let mut step_config: Option<PathBuf> = None;
-        for (k, v) in variants.iter().enumerate() {
-            step += 1;
-            let cell = cell_of(v);
-            let cui = ui.cell(step, total, &cell.id());
+        // A patch's files compiled alone at `commit`, in the build dir and
+        // with the .config of the step before.
+        let objects_at = |trees: &Option<std::sync::Arc<Trees>>,
+                          slots: &Option<Slots>,
+                          cf: &Option<PathBuf>,
+                          commit: &str,
+                          touched: &[String]| match (trees, slots, cf) {
+            (Some(t), Some(sl), Some(cf)) => {
+                objects(t, commit, sl, cf, arch, llvm, touched, self.run_dir).map(Some)
+            }
+            _ => Ok(None),
+        };
+        let variants = std::iter::once("base").chain(names.iter().map(String::as_str));
+        for (k, v) in variants.enumerate() {
+            progress.step += 1;
+            let cell = self.cell(v);
+            let cui = progress.ui.cell(progress.step, progress.total, &cell.id());
             // The patch's files before it: compiled at the previous step's
             // commit, with its .config.
-            let before = match (k, &trees, commits.last(), &slots, &step_config) {
-                (1.., Some(t), Some(Some(prev)), Some(sl), Some(cf)) => Some(objects(
-                    t,
-                    prev,
-                    sl,
-                    cf,
-                    cell.arch,
-                    llvm,
-                    &files[k - 1],
-                    &plan.run_dir,
-                )?),
+            let before = match (k, steps.commits.last()) {
+                (1.., Some(Some(prev))) => {
+                    objects_at(&steps.trees, &slots, &step_config, prev, &files[k - 1])?
+                }
                 _ => None,
             };
             let t0 = Instant::now();
-            let (r, built) = runner::build_only(&ctx, &cell, &cui)?;
-            let mut b = Built {
+            let (r, built) = runner::build_only(self.ctx, &cell, &cui)?;
+            let mut b = TargetBuild {
                 target: format!("{arch}/{config}"),
                 outcome: r.outcome.as_str().to_string(),
                 build_s: t0.elapsed().as_secs_f64(),
@@ -317,16 +408,14 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
             }
             let commit = built.as_ref().map(|x| x.commit.clone());
             if let Some(x) = &built {
-                trees = Some(x.trees.clone());
+                steps.trees = Some(x.trees.clone());
                 slots = Some(x.slots.clone());
                 step_config = x.config.clone();
             }
-            if k >= 1 && b.ok() {
-                if let (Some(t), Some(c), Some(before), Some(sl), Some(cf)) =
-                    (&trees, &commit, before, &slots, &step_config)
+            if let (1.., true, Some(c), Some(before)) = (k, b.ok(), &commit, before) {
+                if let Some(after) =
+                    objects_at(&steps.trees, &slots, &step_config, c, &files[k - 1])?
                 {
-                    let after =
-                        objects(t, c, sl, cf, cell.arch, llvm, &files[k - 1], &plan.run_dir)?;
                     b.new_warnings = after.0.difference(&before.0).cloned().collect();
                     b.new_w1_warnings = after
                         .1
@@ -340,121 +429,117 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
                 "{} {:.0}s{}",
                 b.outcome,
                 b.build_s,
-                if b.new_warnings.is_empty() {
-                    String::new()
-                } else {
-                    format!(", new warnings: {}", b.new_warnings.len())
-                }
+                count_of("new warnings", b.new_warnings.len())
             ));
             if k == 0 {
                 check.base.push(b);
             } else {
                 check.patches[k - 1].builds.push(b);
             }
-            commits.push(commit);
+            steps.commits.push(commit);
         }
-        // The selftests a patch touches, once an arch: for each booted arch
-        // as its guests get them (gcc's, not a clang config's); a build-only
-        // arch has no C library for them.
-        if arch.info().boots && !llvm && !selftest_arches.contains(arch) {
-            if let Some(t) = &trees {
-                selftest_arches.push(*arch);
-                for k in 1..=n {
-                    let (Some(Some(prev)), Some(Some(cur))) = (commits.get(k - 1), commits.get(k))
-                    else {
-                        continue;
-                    };
-                    for test in touched_tests(&m, &files[k - 1]) {
-                        let spec = &m.test[&test];
-                        let sui = ui.cell(
-                            step,
-                            total,
-                            &format!("selftest {test} for {arch} at patch {k}"),
-                        );
-                        let before =
-                            compile_selftest(plan.cache, plan.root, t, prev, *arch, &test, spec)?;
-                        let after =
-                            compile_selftest(plan.cache, plan.root, t, cur, *arch, &test, spec)?;
-                        let mut sb = SelftestBuild {
-                            arch: arch.name().to_string(),
-                            test: test.clone(),
-                            outcome: if after.0 { "pass" } else { "build-error" }.into(),
-                            built_before: before.0,
-                            ..Default::default()
-                        };
-                        if after.0 {
-                            for f in files[k - 1]
-                                .iter()
-                                .filter(|f| f.ends_with(".c") || f.ends_with(".h"))
-                            {
-                                // perf's make prints paths from tools/perf.
-                                let dir = match spec.kind {
-                                    TestKind::Perf => spec.dir.as_deref().unwrap_or(""),
-                                    _ => "",
-                                };
-                                let was = parse::compiler_warnings_in(&before.1, f, dir);
-                                sb.new_warnings.extend(
-                                    parse::compiler_warnings_in(&after.1, f, dir)
-                                        .difference(&was)
-                                        .cloned(),
-                                );
-                            }
-                        } else {
-                            sb.first_error = kbuild::first_error(&after.1);
-                        }
-                        sui.finish(&format!(
-                            "{}{}",
-                            sb.outcome,
-                            if sb.new_warnings.is_empty() {
-                                String::new()
-                            } else {
-                                format!(", new warnings: {}", sb.new_warnings.len())
-                            }
-                        ));
-                        check.patches[k - 1].selftests.push(sb);
-                    }
-                }
-            }
-        }
-        // kernel-doc and checkpatch once, from the first target's trees.
-        if !docs_done {
-            if let Some(t) = &trees {
-                for k in 1..=n {
-                    if let (Some(Some(prev)), Some(Some(cur))) =
-                        (commits.get(k - 1), commits.get(k))
+        Ok(steps)
+    }
+
+    /// The matrix's selftests each patch touches, compiled before and
+    /// after it for this arch: a build it breaks, warnings it adds.
+    fn selftest_steps(
+        &self,
+        trees: &Trees,
+        commits: &[Option<String>],
+        check: &mut Check,
+        progress: &Progress,
+    ) -> Result<()> {
+        let (m, arch) = (self.ctx.matrix, self.arch);
+        for k in 1..commits.len() {
+            let (Some(Some(prev)), Some(Some(cur))) = (commits.get(k - 1), commits.get(k)) else {
+                continue;
+            };
+            for test in touched_tests(m, &self.files[k - 1]) {
+                let spec = &m.test[&test];
+                let sui = progress.ui.cell(
+                    progress.step,
+                    progress.total,
+                    &format!("selftest {test} for {arch} at patch {k}"),
+                );
+                let before =
+                    compile_selftest(self.cache, self.root, trees, prev, arch, &test, spec)?;
+                let after = compile_selftest(self.cache, self.root, trees, cur, arch, &test, spec)?;
+                let mut sb = SelftestBuild {
+                    arch: arch.name().to_string(),
+                    test: test.clone(),
+                    outcome: if after.0 { "pass" } else { "build-error" }.into(),
+                    built_before: before.0,
+                    ..Default::default()
+                };
+                if after.0 {
+                    for f in self.files[k - 1]
+                        .iter()
+                        .filter(|f| f.ends_with(".c") || f.ends_with(".h"))
                     {
-                        check.patches[k - 1].kernel_doc = match (
-                            kernel_doc(t, prev, &files[k - 1])?,
-                            kernel_doc(t, cur, &files[k - 1])?,
-                        ) {
-                            (Ok(before), Ok(after)) => after.difference(&before).cloned().collect(),
-                            (Err(why), _) | (_, Err(why)) => vec![why],
+                        // perf's make prints paths from tools/perf.
+                        let dir = match spec.kind {
+                            TestKind::Perf => spec.dir.as_deref().unwrap_or(""),
+                            _ => "",
                         };
+                        let was = parse::compiler_warnings_in(&before.1, f, dir);
+                        sb.new_warnings.extend(
+                            parse::compiler_warnings_in(&after.1, f, dir)
+                                .difference(&was)
+                                .cloned(),
+                        );
                     }
+                } else {
+                    sb.first_error = kbuild::first_error(&after.1);
                 }
-                if let Some(Some(base)) = commits.first() {
-                    let work = t.checkout_work(base)?.to_path_buf();
-                    for (k, p) in series.patches.iter().enumerate() {
-                        check.patches[k].checkpatch = checkpatch(&work, p)?;
-                    }
-                }
-                docs_done = true;
+                sui.finish(&format!(
+                    "{}{}",
+                    sb.outcome,
+                    count_of("new warnings", sb.new_warnings.len())
+                ));
+                check.patches[k - 1].selftests.push(sb);
             }
+        }
+        Ok(())
+    }
+}
+
+/// ", new warnings: N", or nothing for none.
+fn count_of(what: &str, n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(", {what}: {n}")
+    }
+}
+
+/// kernel-doc's new complaints about each patch's files, and checkpatch
+/// on each patch, from `trees` at the base's and the prefixes' commits.
+fn doc_steps(
+    trees: &Trees,
+    commits: &[Option<String>],
+    files: &[Vec<String>],
+    patches: &[PathBuf],
+    check: &mut Check,
+) -> Result<()> {
+    for k in 1..commits.len() {
+        if let (Some(Some(prev)), Some(Some(cur))) = (commits.get(k - 1), commits.get(k)) {
+            check.patches[k - 1].kernel_doc = match (
+                kernel_doc(trees, prev, &files[k - 1])?,
+                kernel_doc(trees, cur, &files[k - 1])?,
+            ) {
+                (Ok(before), Ok(after)) => after.difference(&before).cloned().collect(),
+                (Err(why), _) | (_, Err(why)) => vec![why],
+            };
         }
     }
-    crate::host::cache::write_atomic(
-        &plan.run_dir.join("patchcheck.json"),
-        serde_json::to_string_pretty(&check)?.as_bytes(),
-    )?;
-    crate::host::cache::write_atomic(
-        &plan.run_dir.join("patchcheck.md"),
-        report::markdown(&check).as_bytes(),
-    )?;
-    crate::host::cache::write_atomic(
-        &plan.run_dir.join("patchcheck.html"),
-        report::html(&check).as_bytes(),
-    )?;
-    Ok(check)
+    if let Some(Some(base)) = commits.first() {
+        let work = trees.checkout_work(base)?.to_path_buf();
+        for (k, p) in patches.iter().enumerate() {
+            check.patches[k].checkpatch = checkpatch(&work, p)?;
+        }
+    }
+    Ok(())
 }
 
 /// The matrix's compiled tests (`kselftest`, `programs`, `perf`) whose

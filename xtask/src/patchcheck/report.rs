@@ -2,9 +2,9 @@
 //! target, the patches that add warnings or checkpatch findings), then one
 //! row a patch and one column a target, then each patch's details.
 
-use super::{Built, Check};
+use super::{Check, TargetBuild};
 
-fn cell(b: &Built, prev_ok: bool) -> String {
+fn cell(b: &TargetBuild, prev_ok: bool) -> String {
     if !b.ok() {
         let first = if b.first_error.is_empty() {
             b.outcome.clone()
@@ -346,7 +346,7 @@ pub fn html(c: &Check) -> String {
 
 /// A table cell of a build: its outcome (a break that is new, in the
 /// outcome's colour) or its new warnings.
-fn html_cell(b: &Built, prev_ok: bool) -> String {
+fn html_cell(b: &TargetBuild, prev_ok: bool) -> String {
     use crate::report::html::esc;
     if !b.ok() {
         let text = if b.first_error.is_empty() {

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use toml::Spanned;
 
-use crate::plan::matrix::{Kernel, Matrix, Series, SourceSpec};
+use crate::plan::matrix::{Kernel, Matrix, SeriesSpec, SourceSpec};
 
 fn spanned<T>(v: T) -> Spanned<T> {
     Spanned::new(0..0, v)
@@ -120,7 +120,7 @@ pub fn use_series(m: &mut Matrix, kernel: &str, name: &str, dir: &Path) -> Resul
     }
     m.series.insert(
         name.to_string(),
-        Series {
+        SeriesSpec {
             dir: dir.display().to_string(),
             take: None,
             origin: None,
@@ -189,7 +189,7 @@ pub fn prefixes(m: &mut Matrix, kernel: &str, series: &str, n: usize) -> Vec<Str
     for (k, name) in names.iter().enumerate() {
         m.series.insert(
             name.clone(),
-            Series {
+            SeriesSpec {
                 dir: dir.clone(),
                 take: Some(k + 1),
                 origin: origin.clone(),

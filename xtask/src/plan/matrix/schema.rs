@@ -17,7 +17,7 @@ pub struct Matrix {
     pub run: RunSettings,
     pub kernel: BTreeMap<String, Kernel>,
     #[serde(default)]
-    pub series: BTreeMap<String, Series>,
+    pub series: BTreeMap<String, SeriesSpec>,
     pub config: BTreeMap<String, ConfigSpec>,
     pub test: BTreeMap<String, TestSpec>,
     #[serde(default)]
@@ -393,7 +393,7 @@ impl TryFrom<RawSource> for SourceSpec {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Series {
+pub struct SeriesSpec {
     /// Directory of patch files; applied in the order of its `series` file,
     /// or in file-name order when there is none.
     pub dir: String,

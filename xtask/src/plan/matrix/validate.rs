@@ -124,6 +124,11 @@ fn in_range<T: PartialOrd + fmt::Display>(
     ))
 }
 
+/// A range of u32 as one of u64 (a rule table holds both).
+fn widen(r: &RangeInclusive<u32>) -> RangeInclusive<u64> {
+    u64::from(*r.start())..=u64::from(*r.end())
+}
+
 /// The first entry of a list that repeats an earlier one: its index.
 fn repeated<'s>(items: impl IntoIterator<Item = &'s str>) -> Option<(usize, &'s str)> {
     let mut seen = std::collections::HashSet::new();
@@ -212,7 +217,7 @@ impl Matrix {
                 let origin = self.series[series].origin.clone();
                 self.series.insert(
                     name.clone(),
-                    Series {
+                    SeriesSpec {
                         dir,
                         take: Some(k),
                         origin,
@@ -243,6 +248,47 @@ impl Matrix {
 
     /// [run]: the arches, configs and tests it names, and its numbers.
     fn validate_run(&self, at: &Spans) -> Result<()> {
+        self.validate_run_names(at)?;
+        let run = &self.run;
+        // One rule a row: the key, its value, its range, the unit said.
+        let rows: [(&str, u64, &RangeInclusive<u64>, &str); 4] = [
+            ("smp", run.smp.into(), &widen(&SMP), " CPUs"),
+            ("memory_mb", run.memory_mb.into(), &widen(&MEMORY_MB), " MB"),
+            (
+                "cell_timeout_s",
+                run.cell_timeout_s,
+                &CELL_TIMEOUT_S,
+                " seconds",
+            ),
+            ("boots", run.boots.into(), &widen(&BOOTS), ""),
+        ];
+        for (key, value, range, unit) in rows {
+            in_range(
+                at,
+                keys!["run", key],
+                &format!("run.{key}"),
+                value,
+                range,
+                unit,
+            )?;
+        }
+        if let Some(mb) = run.max_boots {
+            if mb < run.boots || mb > *BOOTS.end() {
+                return Err(at.err_at(
+                    keys!["run", "max_boots"],
+                    format!(
+                        "run.max_boots = {mb} is out of range, expected run.boots ({})..={}",
+                        run.boots,
+                        BOOTS.end()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// [run]: the arches, configs, tests and build-only targets it names.
+    fn validate_run_names(&self, at: &Spans) -> Result<()> {
         let run = &self.run;
         if run.arches.is_empty() {
             return Err(at.err_at(
@@ -342,43 +388,6 @@ impl Matrix {
             "run.build_only",
             " (it would be built twice a patch)",
         )?;
-        in_range(at, keys!["run", "smp"], "run.smp", run.smp, &SMP, " CPUs")?;
-        in_range(
-            at,
-            keys!["run", "memory_mb"],
-            "run.memory_mb",
-            run.memory_mb,
-            &MEMORY_MB,
-            " MB",
-        )?;
-        in_range(
-            at,
-            keys!["run", "cell_timeout_s"],
-            "run.cell_timeout_s",
-            run.cell_timeout_s,
-            &CELL_TIMEOUT_S,
-            " seconds",
-        )?;
-        in_range(
-            at,
-            keys!["run", "boots"],
-            "run.boots",
-            run.boots,
-            &BOOTS,
-            "",
-        )?;
-        if let Some(mb) = run.max_boots {
-            if mb < run.boots || mb > *BOOTS.end() {
-                return Err(at.err_at(
-                    keys!["run", "max_boots"],
-                    format!(
-                        "run.max_boots = {mb} is out of range, expected run.boots ({})..={}",
-                        run.boots,
-                        BOOTS.end()
-                    ),
-                ));
-            }
-        }
         Ok(())
     }
 
