@@ -4,6 +4,7 @@
 //! `[[expect]]` entry overrides that for a test or a single case. Crashes,
 //! timeouts and build/apply/config/infra errors are always mismatches.
 
+use crate::plan::glob::name_matches;
 use crate::plan::matrix::{Expect, ExpectedOutcome, Known};
 use crate::schema::{CellResult, Evidence, EvidenceKind, Outcome};
 
@@ -55,29 +56,6 @@ pub fn known_crash(cell: &CellResult, known: &[&Known]) -> Option<String> {
     })
 }
 
-/// `*` matches any run of characters (case names contain dots and dashes).
-pub fn wildcard(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first)
-        || !name[first.len()..].ends_with(last)
-        || name.len() < first.len() + last.len()
-    {
-        return false;
-    }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
 /// Returns (as_expected, mismatches), each mismatch a readable sentence.
 pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
     let mut out = Vec::new();
@@ -97,7 +75,7 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
         for c in &t.cases {
             let e = expects.iter().find(|e| {
                 e.test.get_ref() == &t.name
-                    && e.case.as_deref().is_some_and(|p| wildcard(p, &c.name))
+                    && e.case.as_deref().is_some_and(|p| name_matches(p, &c.name))
             });
             let want = e
                 .map(|e| e.outcome)
@@ -122,7 +100,7 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
         }
         for e in expects.iter().filter(|e| e.test.get_ref() == &t.name) {
             if let Some(case) = &e.case {
-                if !t.cases.iter().any(|c| wildcard(case, &c.name)) {
+                if !t.cases.iter().any(|c| name_matches(case, &c.name)) {
                     out.push(format!(
                         "{} {}/{case}: did not run, expected {} ({})",
                         cell.id,
@@ -316,21 +294,6 @@ reason = "no feature"
         let (ok, mm) = check(&c, &e);
         assert!(!ok);
         assert_eq!(mm, ["k/base/x86_64/c t: fail (output cut short: 2 of 3 cases reported, last was sync), expected pass"]);
-    }
-
-    #[test]
-    fn wildcards() {
-        assert!(wildcard(
-            "seccomp_notify.sync.*",
-            "seccomp_notify.sync.same-cpu"
-        ));
-        assert!(!wildcard(
-            "seccomp_notify.sync.*",
-            "seccomp_notify.default.same-cpu"
-        ));
-        assert!(wildcard("a*b*c", "axxbyyc"));
-        assert!(!wildcard("a*b*c", "ac"));
-        assert!(wildcard("exact", "exact") && !wildcard("exact", "exactly"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod arch;
 mod doc_examples;
 pub mod expect;
 pub mod files;
+pub mod glob;
 pub mod matrix;
 pub mod mbox;
 #[cfg(test)]

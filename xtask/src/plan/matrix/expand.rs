@@ -6,6 +6,7 @@ use anyhow::{bail, Result};
 
 use super::schema::*;
 use crate::plan::arch::Arch;
+use crate::plan::glob::cell_matches;
 
 #[derive(Debug, Default, Clone)]
 pub struct Filters {
@@ -41,8 +42,8 @@ pub fn known_value(what: &str, value: &str, known: &[String]) -> Result<()> {
 }
 
 impl Names {
-    /// Every filter value is known; every `--cell` glob has four
-    /// components, each `*` or a known value.
+    /// Every filter value is known; every `--cell` glob is a glob of four
+    /// components, each matching a known value (`*` any).
     pub fn check(&self, f: &Filters) -> Result<()> {
         for (what, wanted, known) in [
             ("arch", &f.arch, &self.arch),
@@ -55,6 +56,9 @@ impl Names {
             }
         }
         for g in &f.cell {
+            if let Err(e) = crate::plan::glob::check(g) {
+                bail!("--cell {e} (see docs/matrix-toml.md, globs)");
+            }
             let parts: Vec<&str> = g.split('/').collect();
             if parts.len() != 4 {
                 bail!("--cell {g}: expected kernel/variant/arch/config, `*` for any one");
@@ -66,7 +70,10 @@ impl Names {
                 ("config", &self.config),
             ];
             for (part, (what, known)) in parts.iter().zip(places) {
-                if *part != "*" && !known.iter().any(|k| k == part) {
+                if !known
+                    .iter()
+                    .any(|k| crate::plan::glob::name_matches(part, k))
+                {
                     bail!(
                         "--cell {g}: no {what} `{part}` in the matrix; known: {}",
                         known.join(", ")
@@ -161,7 +168,7 @@ impl Matrix {
                             && keep(&f.variant, v)
                             && keep(&f.arch, a)
                             && (f.cell.is_empty()
-                                || f.cell.iter().any(|g| glob_match(g, &cell.id())))
+                                || f.cell.iter().any(|g| cell_matches(g, &cell.id())))
                         {
                             cells.push(cell);
                         }
@@ -170,7 +177,7 @@ impl Matrix {
             }
         }
         for g in &f.cell {
-            if !cells.iter().any(|c| glob_match(g, &c.id())) {
+            if !cells.iter().any(|c| cell_matches(g, &c.id())) {
                 bail!("--cell {g}: matches no cell of the matrix (ids are kernel/variant/arch/config)");
             }
         }
@@ -340,7 +347,7 @@ impl Matrix {
     pub fn known_crashes<'a>(&'a self, cell: &Cell) -> Vec<&'a Known> {
         self.known
             .iter()
-            .filter(|k| glob_match(&k.cell, &cell.id()))
+            .filter(|k| cell_matches(&k.cell, &cell.id()))
             .collect()
     }
 
@@ -356,16 +363,9 @@ impl Matrix {
         .id();
         self.expect
             .iter()
-            .filter(|e| glob_match(&e.cell, &id) && cell.tests.contains(e.test.get_ref()))
+            .filter(|e| cell_matches(&e.cell, &id) && cell.tests.contains(e.test.get_ref()))
             .collect()
     }
-}
-
-/// `*` matches exactly one path component; anything else matches literally.
-pub fn glob_match(pattern: &str, id: &str) -> bool {
-    let p: Vec<&str> = pattern.split('/').collect();
-    let i: Vec<&str> = id.split('/').collect();
-    p.len() == i.len() && p.iter().zip(&i).all(|(p, i)| *p == "*" || p == i)
 }
 
 /// `CONFIG_FOO=y` -> ("CONFIG_FOO", "y"); `# CONFIG_FOO is not set` -> ("CONFIG_FOO", "n").

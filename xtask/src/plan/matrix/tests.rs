@@ -278,13 +278,6 @@ fn config_lines() {
 }
 
 #[test]
-fn globs_match_whole_components() {
-    assert!(glob_match("*/base/*/*", "6.1/base/arm64/tiny"));
-    assert!(!glob_match("*/base/*/*", "6.1/base-x/arm64/tiny"));
-    assert!(!glob_match("*/base/*", "6.1/base/arm64/tiny"));
-}
-
-#[test]
 fn metric_declarations_longest_prefix_and_ranges() {
     let text = format!("{GOOD}\n[metric.b]\nbetter = \"higher\"\n[metric.\"b.x\"]\nbetter = \"lower\"\nmin_effect_pct = 2.0\ntarget_ci_pct = 3.0\n");
     let m = Matrix::parse("matrix.toml", &text).unwrap();
@@ -977,4 +970,46 @@ fn names_that_would_break_cell_ids_and_empty_lists_are_refused() {
             "{to}: {e}"
         );
     }
+}
+
+#[test]
+fn globs_that_are_not_globs_are_refused_where_they_stand() {
+    let bad_cell = GOOD.replace("cell = \"*/base/*/*\"", "cell = \"*/[base/*/*\"");
+    let e = parse_err(&bad_cell);
+    assert!(
+        e.starts_with("matrix.toml:23:8: expect.cell `*/[base/*/*` is not a glob"),
+        "{e}"
+    );
+    let bad_case = GOOD.replace("case = \"global.x\"", "case = \"global.{x\"");
+    let e = parse_err(&bad_case);
+    assert!(
+        e.starts_with("matrix.toml:25:8: expect.case `global.{x` is not a glob"),
+        "{e}"
+    );
+}
+
+#[test]
+fn cell_globs_on_the_command_line_are_checked_part_by_part() {
+    let m = Matrix::parse("matrix.toml", GOOD).unwrap();
+    let names = m.names();
+    let with = |g: &str| Filters {
+        cell: vec![g.into()],
+        ..Default::default()
+    };
+    let e = names.check(&with("6.1/[base/*/*")).unwrap_err().to_string();
+    assert!(e.starts_with("--cell `6.1/[base/*/*` is not a glob"), "{e}");
+    let e = names.check(&with("6.1/bsae/*/*")).unwrap_err().to_string();
+    assert!(
+        e.starts_with("--cell 6.1/bsae/*/*: no variant `bsae`"),
+        "{e}"
+    );
+    names.check(&with("6.1/{base,s1}/*/tiny")).unwrap();
+    names.check(&with("6.1/b?se/x86_*/*")).unwrap();
+    let ids: Vec<String> = m
+        .cells(&with("6.1/{base,s1}/x86_64/*"))
+        .unwrap()
+        .iter()
+        .map(Cell::id)
+        .collect();
+    assert_eq!(ids, ["6.1/base/x86_64/tiny", "6.1/s1/x86_64/tiny"]);
 }

@@ -717,6 +717,12 @@ impl Matrix {
                     format!("expect.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", e.cell),
                 ));
             }
+            let globs = [("cell", Some(&e.cell)), ("case", e.case.as_ref())];
+            for (key, pattern) in globs {
+                if let Some(Err(why)) = pattern.map(|p| crate::plan::glob::check(p)) {
+                    return Err(at.err_at(keys!["expect", i, key], format!("expect.{key} {why}")));
+                }
+            }
         }
         for (i, k) in self.known.iter().enumerate() {
             if k.cell.split('/').count() != 4 {
@@ -724,6 +730,9 @@ impl Matrix {
                     keys!["known", i, "cell"],
                     format!("known.cell `{}`: expected kernel/variant/arch/config (use * as a wildcard)", k.cell),
                 ));
+            }
+            if let Err(why) = crate::plan::glob::check(&k.cell) {
+                return Err(at.err_at(keys!["known", i, "cell"], format!("known.cell {why}")));
             }
             if let Err(e) = regex::Regex::new(&k.splat) {
                 return Err(at.err_at(
