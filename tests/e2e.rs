@@ -428,27 +428,38 @@ fn boot_gives_an_interactive_shell() {
     });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     let mut seen = String::new();
-    let mut typed = false;
+    // Input sent before the shell owns the console is dropped: once it
+    // says it starts, a probe is typed each second until the shell's own
+    // answer to it (`kmatrix-ready-2`, not the echoed `$((1+1))`) shows,
+    // and only then the commands.
+    const PROBE: &[u8] = b"echo kmatrix-ready-$((1+1))\n";
+    let (mut shell, mut ready) = (false, false);
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
+        if left.is_zero() {
+            let _ = child.kill();
+            panic!("no shell within 300 s:\n{seen}");
+        }
+        match rx.recv_timeout(left.min(std::time::Duration::from_secs(1))) {
             Ok(line) => {
                 seen.push_str(&line);
                 seen.push('\n');
-                // Type only once the shell owns the console: input sent
-                // while the kernel boots is dropped.
-                if !typed && line.contains("kmatrix: interactive shell") {
-                    std::thread::sleep(std::time::Duration::from_secs(1));
+                if !shell && line.contains("kmatrix: interactive shell") {
+                    shell = true;
+                    stdin.write_all(PROBE).unwrap();
+                }
+                if shell && !ready && line.contains("kmatrix-ready-2") {
+                    ready = true;
                     stdin
                         .write_all(b"echo guest-says-$((6*7)); ls /tests; reboot -f\n")
                         .unwrap();
-                    typed = true;
                 }
             }
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                panic!("no shell within 300 s:\n{seen}");
+                if shell && !ready {
+                    stdin.write_all(PROBE).unwrap();
+                }
             }
         }
     }

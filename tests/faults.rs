@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
 use serde_json::Value;
 
 mod support;
@@ -400,11 +401,16 @@ fn sigint_stops_qemu_and_keeps_finished_cells() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let t = Instant::now();
-    unsafe { libc_kill(child.id() as i32, 2) };
+    signal(child.id(), Signal::SIGINT);
     let st = child.wait().unwrap();
     println!("fault sigint: stopped in {:.1}s", t.elapsed().as_secs_f64());
     assert_eq!(st.code(), Some(2));
-    std::thread::sleep(Duration::from_millis(500));
+    // xtask waited for QEMU before it exited: nothing of it is left (a
+    // process being reaped still shows in /proc for a moment).
+    let gone = Instant::now() + Duration::from_secs(5);
+    while !qemu_with(&marker).is_empty() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let left = qemu_with(&marker);
     assert!(left.is_empty(), "QEMU left running: pids {left:?}");
     let run: Value =
@@ -455,21 +461,29 @@ fn qemu_with(marker: &str) -> Vec<u32> {
     out
 }
 
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
+/// Sends `sig` to `pid`.
+fn signal(pid: u32, sig: Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
 }
 
 #[test]
 fn busy_cache_is_refused_with_no_wait() {
     let _guard = serial();
     let cache = cache_root();
+    // The holder says when it has the lock: its first line.
     let mut holder = Command::new("flock")
         .arg(cache.join("lock"))
-        .args(["sleep", "30"])
+        .args(["sh", "-c", "echo locked; exec sleep 30"])
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert_eq!(first, "locked\n");
     let o = xtask()
         .args(["matrix", "--no-setup", "--no-wait", "--cell", BASE, "--out"])
         .arg(out_dir("lock"))
@@ -701,7 +715,7 @@ fn qemu_killed_mid_run_is_an_infra_error() {
         std::thread::sleep(Duration::from_millis(200));
     }
     for pid in qemu_with(&marker) {
-        unsafe { libc_kill(pid as i32, 9) };
+        signal(pid, Signal::SIGKILL);
     }
     let st = child.wait().unwrap();
     let run: Value =
