@@ -5,6 +5,7 @@
 //! number from 1 to N must be there exactly once, and one version only.
 
 use anyhow::{bail, Result};
+use mailparse::MailHeaderMap;
 use regex::Regex;
 
 /// One patch of the series: its place and the message, ready for `git am`.
@@ -15,34 +16,22 @@ pub struct Patch {
     pub text: String,
 }
 
-/// A header of a message (folded lines joined), after its mbox `From `
-/// line if it has one; None when absent.
-pub fn header(msg: &str, name: &str) -> Option<String> {
-    let mut out: Option<String> = None;
-    let mut in_it = false;
-    let skip = usize::from(msg.starts_with("From "));
-    for line in msg.lines().skip(skip) {
-        if line.is_empty() {
-            break;
-        }
-        if line.starts_with([' ', '\t']) {
-            if in_it {
-                if let Some(v) = out.as_mut() {
-                    v.push(' ');
-                    v.push_str(line.trim());
-                }
-            }
-            continue;
-        }
-        in_it = false;
-        if let Some((k, v)) = line.split_once(':') {
-            if out.is_none() && k.eq_ignore_ascii_case(name) {
-                out = Some(v.trim().to_string());
-                in_it = true;
-            }
-        }
+/// A message without its mbox `From ` line.
+fn without_from_line(msg: &str) -> &str {
+    match msg.strip_prefix("From ") {
+        Some(rest) => rest.split_once('\n').map_or("", |(_, m)| m),
+        None => msg,
     }
-    out
+}
+
+/// A header of a message, after its mbox `From ` line if it has one:
+/// folded lines joined, RFC 2047 words (`=?UTF-8?q?J=C3=B6rg?=`) decoded;
+/// None when absent.
+pub fn header(msg: &str, name: &str) -> Option<String> {
+    let (headers, _) = mailparse::parse_headers(without_from_line(msg).as_bytes()).ok()?;
+    headers
+        .get_first_value(name)
+        .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// The messages of an mbox, each starting with its `From ` line (mboxrd's
@@ -101,9 +90,18 @@ pub fn numbering(subject: &str) -> Option<(u32, usize, usize)> {
     Some((version, m, n))
 }
 
+/// Whether a message carries a diff: in its body or an attachment, as its
+/// mailer encoded it (quoted-printable, base64) or plain.
 fn has_diff(msg: &str) -> bool {
-    msg.lines()
-        .any(|l| l.starts_with("diff --git ") || l.starts_with("+++ "))
+    fn diff_in(text: &str) -> bool {
+        text.lines()
+            .any(|l| l.starts_with("diff --git ") || l.starts_with("+++ "))
+    }
+    fn part_has(p: &mailparse::ParsedMail) -> bool {
+        p.get_body().is_ok_and(|b| diff_in(&b)) || p.subparts.iter().any(part_has)
+    }
+    diff_in(msg)
+        || mailparse::parse_mail(without_from_line(msg).as_bytes()).is_ok_and(|m| part_has(&m))
 }
 
 /// The patches of the mbox `shown` (for messages), in order.
@@ -281,5 +279,33 @@ mod tests {
         let m = messages(t);
         assert_eq!(m.len(), 1);
         assert!(m[0].contains("\nFrom here on.\nFrom quoted\n"), "{}", m[0]);
+    }
+
+    #[test]
+    fn encoded_subjects_names_and_bodies_are_read() {
+        let qp = "From git@z Thu Jan  1 00:00:00 1970\n\
+                  From: =?UTF-8?q?J=C3=B6rg=20R=C3=B6del?= <j@example.org>\n\
+                  Subject: =?UTF-8?q?=5BPATCH=201/1=5D=20seccomp:=20fix=20?=\n\
+                  \t=?UTF-8?q?=C3=BCber?=\n\
+                  MIME-Version: 1.0\n\
+                  Content-Type: text/plain; charset=UTF-8\n\
+                  Content-Transfer-Encoding: base64\n\n";
+        let body = "body\n---\ndiff --git a/f b/f\n+++ b/f\n";
+        let b64 = "Ym9keQotLS0KZGlmZiAtLWdpdCBhL2YgYi9mCisrKyBiL2YK\n";
+        assert_eq!(
+            header(qp, "From").as_deref(),
+            Some("Jörg Rödel <j@example.org>")
+        );
+        assert_eq!(
+            header(qp, "subject").as_deref(),
+            Some("[PATCH 1/1] seccomp: fix über")
+        );
+        // The diff is only there once base64 is decoded.
+        assert!(!b64.contains("diff"));
+        let p = patches("s.mbx", &format!("{qp}{b64}")).unwrap();
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].subject, "[PATCH 1/1] seccomp: fix über");
+        assert!(has_diff(&format!("{qp}{body}")));
+        assert!(!has_diff(&format!("{qp}Ym9keQo=\n")));
     }
 }
