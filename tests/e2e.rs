@@ -1,7 +1,8 @@
-//! End to end: real kernels built from Debian's linux-source-6.1, booted in
-//! real QEMU, running the real seccomp selftest and benchmark. The first run
-//! on a machine builds two kernels (about 10 minutes on 2 cores); the cache
-//! outside the checkout makes later runs take about a minute.
+//! End to end: real kernels built from Debian's linux-source-6.1 and
+//! -6.12, booted in real QEMU, running the real seccomp selftest and
+//! benchmark and the rseq/membarrier/mm_cid checks. Which kernels the
+//! suite builds, and which tests share them: docs/ci.md. The cache outside
+//! the checkout keeps them for later runs.
 //!
 //! The checks go through the stable interfaces only: the CLI and
 //! results.json.
