@@ -548,3 +548,39 @@ fn the_architecture_names_every_source_file() {
         missing.join("\n")
     );
 }
+
+/// Processes one way: every host command runs through `host::proc`
+/// (bounded, its own process group, stopped on Ctrl-C, named when it
+/// hangs), but QEMU (`boot/qemu.rs`, bounded by the cell's budget) and the
+/// interactive guest on the user's terminal (`boot/cell.rs`); xshell's
+/// `cmd!` serves a quick local query (the compiler's version, dpkg and
+/// apt-cache in the set-up). No other production code runs a `Command`
+/// itself.
+#[test]
+fn processes_start_one_way() {
+    let start = regex::Regex::new(r"(^\s*|\))\.(output|status|spawn)\(\)").unwrap();
+    let allowed = ["host/proc.rs", "boot/qemu.rs", "boot/cell.rs"];
+    let (mut all, mut bad) = (0, Vec::new());
+    for (rel, lines) in production_code() {
+        for (k, (n, l)) in lines.iter().enumerate() {
+            if !start.is_match(l) {
+                continue;
+            }
+            all += 1;
+            let chain = &lines[k.saturating_sub(6)..=k];
+            let xshell = chain.iter().any(|(_, l)| l.contains("cmd!("));
+            if !xshell && !allowed.iter().any(|a| rel.starts_with(a)) {
+                bad.push(format!("xtask/src/{}:{n}: {}", rel.display(), l.trim()));
+            }
+        }
+    }
+    assert!(
+        all >= 3,
+        "only {all} process starts found: the scan is broken"
+    );
+    assert!(
+        bad.is_empty(),
+        "a process started outside host::proc (use proc::run, checked, stream or query):\n{}",
+        bad.join("\n")
+    );
+}

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::host::cache::write_atomic;
 use crate::host::git::git_ok;
+use crate::host::proc::{self, limit};
 
 /// O= dirs kept per kernel/arch/config (about 100-200 MB each for the
 /// matrix's tiny configs): the base, a series, and one more for a bisect
@@ -361,19 +362,9 @@ impl Slots {
                 from.display(),
                 dir.display()
             ));
-            let st = std::process::Command::new("cp")
-                .arg("-a")
-                .arg("--reflink=auto")
-                .arg(&from)
-                .arg(&dir)
-                .status()
-                .context("cp -a of a build slot")?;
-            anyhow::ensure!(
-                st.success(),
-                "cp -a {} {} failed",
-                from.display(),
-                dir.display()
-            );
+            let mut cp = std::process::Command::new("cp");
+            cp.arg("-a").arg("--reflink=auto").arg(&from).arg(&dir);
+            proc::checked("copying a build slot", cp, limit::scaled(limit::TAR))?;
         }
         std::fs::create_dir_all(&dir)?;
         let incremental = dir.join("vmlinux").exists();

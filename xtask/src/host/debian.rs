@@ -70,13 +70,11 @@ impl Archive {
 
 /// The version of `package` dpkg has installed, if any.
 pub fn installed_version(package: &str) -> Option<String> {
-    let out = Command::new("dpkg-query")
-        .args(["-W", "-f=${db:Status-Abbrev} ${Version}", package])
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (status, version) = text.trim().split_once(' ')?;
-    (out.status.success() && status.starts_with("ii")).then(|| version.trim().to_string())
+    let mut c = Command::new("dpkg-query");
+    c.args(["-W", "-f=${db:Status-Abbrev} ${Version}", package]);
+    let out = crate::host::proc::query(c)?;
+    let (status, version) = out.stdout.trim().split_once(' ')?;
+    (out.success() && status.starts_with("ii")).then(|| version.trim().to_string())
 }
 
 /// apt with every path under `dir`: nothing of the host's apt is used but

@@ -10,16 +10,10 @@ pub fn host_info() -> Host {
             .trim()
             .to_string()
     };
-    let qemu = std::process::Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
+    let mut version = std::process::Command::new("qemu-system-x86_64");
+    version.arg("--version");
+    let qemu = crate::host::proc::query(version)
+        .map(|f| f.stdout.lines().next().unwrap_or("").to_string())
         .unwrap_or_default();
     Host {
         hostname: read("/proc/sys/kernel/hostname"),

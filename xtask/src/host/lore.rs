@@ -62,10 +62,10 @@ fn series_name(msgid: &str) -> String {
 }
 
 fn b4_version(b4: &std::path::Path) -> String {
-    Command::new(b4)
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    let mut c = Command::new(b4);
+    c.arg("--version");
+    crate::host::proc::query(c)
+        .map(|f| f.stdout.trim().to_string())
         .unwrap_or_default()
 }
 

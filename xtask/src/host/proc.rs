@@ -2,7 +2,10 @@
 //! apt, guest compiles) runs through here: a step that hangs is killed with
 //! its whole process group after a generous bound, and the error names the
 //! step, the command and the bound. SIGINT/SIGTERM stop it too
-//! (host::signals). Quick queries (git rev-parse, gcc --version) use xshell.
+//! (host::signals). A quick query (a tool's version, a package's status)
+//! is `query`, bounded too; xshell's `cmd!` serves the set-up's dpkg and
+//! apt-cache queries and the compiler's version. QEMU runs from
+//! `boot::qemu`, bounded by its cell's budget.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -39,6 +42,8 @@ pub mod limit {
     pub const GUEST_CC: u64 = 900;
     /// pip and npm installs of the test suite's tools.
     pub const TOOLS: u64 = 900;
+    /// A quick query: a tool's version, dpkg's status of a package.
+    pub const QUERY: u64 = 60;
 
     pub fn scaled(secs: u64) -> Duration {
         Duration::from_secs_f64((secs as f64 * step_timeout_scale()).max(0.1))
@@ -182,6 +187,14 @@ pub fn wait_or_kill(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>
 /// `stream` without a line callback.
 pub fn run(cmd: Command, timeout: Duration) -> Result<Finished> {
     stream(cmd, timeout, |_| {})
+}
+
+/// A quick query (`limit::QUERY`): its output, or None when it could not
+/// start or hung.
+pub fn query(cmd: Command) -> Option<Finished> {
+    run(cmd, limit::scaled(limit::QUERY))
+        .ok()
+        .filter(|f| !f.timed_out)
 }
 
 /// Runs `cmd` within `timeout`, Err naming `step` unless it succeeds.

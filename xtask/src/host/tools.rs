@@ -26,10 +26,9 @@ pub fn dir() -> PathBuf {
 }
 
 fn command_works(program: &str, arg: &str) -> bool {
-    Command::new(program)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success())
+    let mut c = Command::new(program);
+    c.arg(arg);
+    crate::host::proc::query(c).is_some_and(|f| f.success())
 }
 
 /// Debian packages for the consumers, less those whose command is already
