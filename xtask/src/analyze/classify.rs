@@ -1040,21 +1040,10 @@ mod tests {
                     failed_by_cases: case_b == Outcome::Fail,
                 }],
                 metrics: vec![
+                    Metric::fixture("m.x", "us/op", samples),
                     Metric {
-                        name: "m.x".into(),
-                        unit: "us/op".into(),
-                        samples: samples.to_vec(),
-                        skip: None,
-                        target_ci_pct: None,
-                        boot_sizes: vec![],
-                    },
-                    Metric {
-                        name: "m.y".into(),
-                        unit: String::new(),
-                        samples: vec![],
                         skip: Some("EINVAL".into()),
-                        target_ci_pct: None,
-                        boot_sizes: vec![],
+                        ..Metric::fixture("m.y", "", &[])
                     },
                 ],
                 timings: Timings {

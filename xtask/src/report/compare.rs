@@ -99,18 +99,14 @@ pub fn markdown(cs: &[Comparison]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{Better, Verdict};
+    use crate::schema::Verdict;
     use crate::stats::compare::compare;
 
     #[test]
     fn table_names_the_base_by_kind_and_gives_the_verdict_in_words() {
         let c = Comparison {
             kind: ComparisonKind::Within,
-            base_cell: "6.1/s/x86_64/tiny".into(),
-            new_cell: "6.1/s/x86_64/tiny".into(),
-            base_metric: "b.default.x".into(),
             new_metric: "b.sync.x".into(),
-            unit: "us/op".into(),
             n_base: 30,
             n_new: 30,
             median_base: 100.0,
@@ -119,23 +115,13 @@ mod tests {
             ci95_lo: -30.5,
             ci95_hi: -9.25,
             p_value: 0.001,
-            cv_base: 0.1,
             cv_new: 0.2,
-            better: Better::Lower,
-            min_effect_pct: 5.0,
-            verdict: Verdict::TooNoisy,
-            boots_base: 3,
-            boots_new: 3,
-            p_test: PTest::WelchBootMedians,
-            reference: None,
-            quantile: 0.5,
-            boot_sd_pct: None,
-            boots_needed: None,
-            split: None,
-            reason: None,
-            level: 0.05,
-            futile: false,
-            layout_pct: None,
+            ..Comparison::fixture(
+                "6.1/s/x86_64/tiny",
+                "6.1/s/x86_64/tiny",
+                "b.default.x",
+                Verdict::TooNoisy,
+            )
         };
         let variants = Comparison {
             kind: ComparisonKind::Variants,

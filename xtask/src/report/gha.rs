@@ -104,15 +104,8 @@ mod tests {
             ..CellResult::blank("6.1/base/x86_64/tiny", Outcome::Pass)
         };
         let run = Run {
-            schema: SCHEMA_VERSION,
-            started: "t".into(),
-            host: Host::default(),
             matrix: "m".into(),
-            cells: vec![ok, c],
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ..Run::fixture(vec![ok, c])
         };
         let lines = annotations(&run);
         assert_eq!(
@@ -134,15 +127,9 @@ mod tests {
             ..crate::stats::compare::aa_fixture::sample_comparison()
         };
         let run = Run {
-            schema: SCHEMA_VERSION,
-            started: "t".into(),
-            host: Host::default(),
             matrix: "m".into(),
-            cells: vec![],
             comparisons: vec![c],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ..Run::fixture(vec![])
         };
         assert_eq!(
             annotations(&run),

@@ -850,12 +850,8 @@ mod tests {
     #[test]
     fn every_sample_is_a_dot() {
         let m = Metric {
-            name: "b.x".into(),
-            unit: "us/op".into(),
-            samples: vec![1.0, 2.0, 3.0, 4.0, 5.0],
-            skip: None,
-            target_ci_pct: None,
             boot_sizes: vec![2, 3],
+            ..Metric::fixture("b.x", "us/op", &[1.0, 2.0, 3.0, 4.0, 5.0])
         };
         let cis = MedianCis::new(&never);
         let svg = strip_svg(&[("base".into(), &m), ("new".into(), &m)], &cis);
@@ -868,13 +864,10 @@ mod tests {
     #[test]
     fn a_metric_of_many_samples_is_drawn_thinned_and_says_so() {
         let n = 3 * MAX_DOTS + 7;
+        let samples: Vec<f64> = (0..n).map(|i| 100.0 + (i % 97) as f64).collect();
         let m = Metric {
-            name: "b.x".into(),
-            unit: "us/op".into(),
-            samples: (0..n).map(|i| 100.0 + (i % 97) as f64).collect(),
-            skip: None,
-            target_ci_pct: None,
             boot_sizes: vec![n - 1000, 1000],
+            ..Metric::fixture("b.x", "us/op", &samples)
         };
         let cis = MedianCis::new(&never);
         let svg = strip_svg(&[("base".into(), &m)], &cis);
@@ -887,18 +880,11 @@ mod tests {
         assert_eq!(thinning(MAX_DOTS), 1);
         assert_eq!(thinning(MAX_DOTS + 1), 2);
         let run = Run {
-            schema: crate::schema::SCHEMA_VERSION,
-            started: "t".into(),
-            host: Default::default(),
             matrix: "m".into(),
-            cells: vec![CellResult {
+            ..Run::fixture(vec![CellResult {
                 metrics: vec![m],
                 ..CellResult::blank("6.1/base/x86_64/tiny", Outcome::Pass)
-            }],
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            }])
         };
         let page = html(&run, &cis);
         assert!(page.contains("is drawn thinned"), "{page}");

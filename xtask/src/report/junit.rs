@@ -139,15 +139,8 @@ mod tests {
             Some("/r/build.log".into()),
         ));
         let run = Run {
-            schema: SCHEMA_VERSION,
-            started: "t".into(),
-            host: Host::default(),
             matrix: "m".into(),
-            cells: vec![c],
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ..Run::fixture(vec![c])
         };
         let xml = junit(&run).to_string().unwrap();
         assert!(
@@ -169,15 +162,8 @@ mod tests {
         let mut c = CellResult::blank("6.1/b/x86_64/tiny", Outcome::Pass);
         c.timings.total_s = 1e308;
         let run = Run {
-            schema: SCHEMA_VERSION,
-            started: "t".into(),
-            host: Host::default(),
             matrix: "m".into(),
-            cells: vec![c],
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ..Run::fixture(vec![c])
         };
         junit(&run).to_string().unwrap();
     }

@@ -310,12 +310,8 @@ mod tests {
                 match ms.iter_mut().find(|m| m.name == name) {
                     Some(m) => m.samples.push(value),
                     None => ms.push(Metric {
-                        name,
-                        unit,
-                        samples: vec![value],
-                        skip: None,
                         target_ci_pct: target,
-                        boot_sizes: vec![],
+                        ..Metric::fixture(&name, &unit, &[value])
                     }),
                 }
             }
@@ -324,29 +320,19 @@ mod tests {
     }
 
     fn run_with(metrics: Vec<Metric>) -> Run {
-        Run {
-            schema: SCHEMA_VERSION,
-            started: "t".into(),
-            host: Host::default(),
-            matrix: "matrix.toml".into(),
-            cells: vec![CellResult {
-                as_expected: true,
-                tests: vec![TestResult {
-                    name: "seccomp_notify".into(),
-                    outcome: Outcome::Pass,
-                    reason: None,
-                    duration_s: Some(55.75),
-                    cases: vec![],
-                    failed_by_cases: false,
-                }],
-                metrics,
-                ..CellResult::blank("6.1/s/x86_64/tiny", Outcome::Pass)
+        Run::fixture(vec![CellResult {
+            as_expected: true,
+            tests: vec![TestResult {
+                name: "seccomp_notify".into(),
+                outcome: Outcome::Pass,
+                reason: None,
+                duration_s: Some(55.75),
+                cases: vec![],
+                failed_by_cases: false,
             }],
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
-        }
+            metrics,
+            ..CellResult::blank("6.1/s/x86_64/tiny", Outcome::Pass)
+        }])
     }
 
     /// The metrics table's row for `metric`.
@@ -432,20 +418,17 @@ mod tests {
             ],
             metrics: vec![
                 Metric {
-                    name: "seccomp_notify.default.unpinned".into(),
-                    unit: "us/op".into(),
-                    samples: vec![301.5, 288.0, 295.25, 310.0, 279.5, 305.75, 292.0, 299.0],
-                    skip: None,
                     target_ci_pct: Some(10.0),
-                    boot_sizes: vec![],
+                    ..Metric::fixture(
+                        "seccomp_notify.default.unpinned",
+                        "us/op",
+                        &[301.5, 288.0, 295.25, 310.0, 279.5, 305.75, 292.0, 299.0],
+                    )
                 },
                 Metric {
-                    name: "seccomp_notify.sync.unpinned".into(),
-                    unit: "us/op".into(),
-                    samples: vec![],
                     skip: Some("SECCOMP_IOCTL_NOTIF_SET_FLAGS: EINVAL".into()),
                     target_ci_pct: Some(10.0),
-                    boot_sizes: vec![],
+                    ..Metric::fixture("seccomp_notify.sync.unpinned", "us/op", &[])
                 },
             ],
             timings: Timings {
@@ -528,15 +511,8 @@ mod tests {
             ..CellResult::blank(arm, Outcome::BuildError)
         };
         Run {
-            schema: SCHEMA_VERSION,
             started: "2025-01-01T00:00:00Z".into(),
-            host: Host::default(),
-            matrix: "matrix.toml".into(),
-            cells: vec![base_cell, series_cell, build_error],
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ..Run::fixture(vec![base_cell, series_cell, build_error])
         }
     }
 

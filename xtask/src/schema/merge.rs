@@ -121,21 +121,16 @@ mod tests {
 
     fn run(started: &str, ids: &[&str]) -> Run {
         Run {
-            schema: SCHEMA_VERSION,
             started: started.into(),
             host: Host {
                 hostname: started.into(),
                 ..Host::default()
             },
-            matrix: "matrix.toml".into(),
-            cells: ids
-                .iter()
-                .map(|id| CellResult::blank(id, Outcome::Pass))
-                .collect(),
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ..Run::fixture(
+                ids.iter()
+                    .map(|id| CellResult::blank(id, Outcome::Pass))
+                    .collect(),
+            )
         }
     }
 

@@ -802,6 +802,86 @@ impl Run {
     }
 }
 
+#[cfg(test)]
+impl Run {
+    /// A run of `cells`: schema SCHEMA_VERSION, started "t", the default
+    /// host, matrix "matrix.toml"; no comparisons, origins, looks or cross
+    /// checks.
+    pub fn fixture(cells: Vec<CellResult>) -> Run {
+        Run {
+            schema: SCHEMA_VERSION,
+            started: "t".into(),
+            host: Host::default(),
+            matrix: "matrix.toml".into(),
+            cells,
+            comparisons: vec![],
+            origins: vec![],
+            looks: None,
+            cross_checks: vec![],
+        }
+    }
+}
+
+#[cfg(test)]
+impl Metric {
+    /// `samples` of metric `name` in `unit`, from one boot: no skip, no
+    /// target_ci_pct, empty boot_sizes.
+    pub fn fixture(name: &str, unit: &str, samples: &[f64]) -> Metric {
+        Metric {
+            name: name.into(),
+            unit: unit.into(),
+            samples: samples.to_vec(),
+            skip: None,
+            target_ci_pct: None,
+            boot_sizes: vec![],
+        }
+    }
+}
+
+#[cfg(test)]
+impl Comparison {
+    /// A variants comparison of `metric` (on both sides) from `base_cell`
+    /// to `new_cell` with `verdict`: unit "us/op", better lower,
+    /// min_effect_pct 5, 3 boots a side by Welch's t on boot medians,
+    /// cv 0.1 a side, the median at level 0.05; every other count and
+    /// figure 0, every option None, not futile.
+    pub fn fixture(base_cell: &str, new_cell: &str, metric: &str, verdict: Verdict) -> Comparison {
+        Comparison {
+            kind: ComparisonKind::Variants,
+            base_cell: base_cell.into(),
+            new_cell: new_cell.into(),
+            base_metric: metric.into(),
+            new_metric: metric.into(),
+            unit: "us/op".into(),
+            n_base: 0,
+            n_new: 0,
+            median_base: 0.0,
+            median_new: 0.0,
+            pct_change: 0.0,
+            ci95_lo: 0.0,
+            ci95_hi: 0.0,
+            p_value: 0.0,
+            cv_base: 0.1,
+            cv_new: 0.1,
+            better: Better::Lower,
+            min_effect_pct: 5.0,
+            verdict,
+            boots_base: 3,
+            boots_new: 3,
+            p_test: PTest::WelchBootMedians,
+            reference: None,
+            quantile: 0.5,
+            boot_sd_pct: None,
+            boots_needed: None,
+            split: None,
+            reason: None,
+            layout_pct: None,
+            level: 0.05,
+            futile: false,
+        }
+    }
+}
+
 fn other_schema(n: u64) -> String {
     format!(" has results.json schema {n}; this harness reads and writes schema {SCHEMA_VERSION}")
 }
@@ -1018,15 +1098,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("results.json");
         let run = Run {
-            schema: SCHEMA_VERSION,
-            started: "t".into(),
-            host: Host::default(),
-            matrix: "matrix.toml".into(),
-            cells: vec![CellResult::blank("6.1/s/x86_64/tiny", Outcome::Pass)],
             comparisons: vec![comparison()],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ..Run::fixture(vec![CellResult::blank("6.1/s/x86_64/tiny", Outcome::Pass)])
         };
         run.save(&path).unwrap();
         assert!(!path.with_extension("json.tmp").exists());

@@ -120,30 +120,12 @@ fn check_metric(at: &str, m: &Metric) -> Result<(), Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{CellResult, Host, Outcome};
+    use crate::schema::{CellResult, Outcome};
 
     fn metric(samples: &[f64], boot_sizes: &[usize]) -> Metric {
         Metric {
-            name: "b.x".into(),
-            unit: "us".into(),
-            samples: samples.to_vec(),
-            skip: None,
-            target_ci_pct: None,
             boot_sizes: boot_sizes.to_vec(),
-        }
-    }
-
-    fn run(cells: Vec<CellResult>) -> Run {
-        Run {
-            schema: SCHEMA_VERSION,
-            started: "t".into(),
-            host: Host::default(),
-            matrix: "matrix.toml".into(),
-            cells,
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ..Metric::fixture("b.x", "us", samples)
         }
     }
 
@@ -170,7 +152,7 @@ mod tests {
 
     #[test]
     fn ids_must_say_what_the_cell_is_and_a_bisect_step_may_add_its_commit() {
-        let ok = run(vec![
+        let ok = Run::fixture(vec![
             cell("6.1/base/x86_64/tiny", vec![]),
             cell("6.1/base/x86_64/tiny@0123456789ab", vec![]),
             cell("6.1/s@3/arm64/tiny", vec![]),
@@ -194,7 +176,7 @@ mod tests {
 
     #[test]
     fn a_cell_twice_is_refused_naming_both() {
-        let r = run(vec![
+        let r = Run::fixture(vec![
             cell("6.1/base/x86_64/tiny", vec![]),
             cell("6.1/s/x86_64/tiny", vec![]),
             cell("6.1/base/x86_64/tiny", vec![]),
@@ -207,7 +189,7 @@ mod tests {
     #[test]
     fn boot_sizes_must_add_up_without_overflow_and_samples_be_finite() {
         let id = "6.1/base/x86_64/tiny";
-        let check = |m: Metric| validate(&run(vec![cell(id, vec![metric(&[], &[]), m])]));
+        let check = |m: Metric| validate(&Run::fixture(vec![cell(id, vec![metric(&[], &[]), m])]));
         assert_eq!(check(metric(&[1.0, 2.0, 3.0], &[1, 2])), Ok(()));
         assert_eq!(check(metric(&[1.0, 2.0, 3.0], &[])), Ok(()));
         assert_eq!(check(metric(&[1.0, 2.0, 3.0], &[0, 3])), Ok(()));
@@ -223,7 +205,7 @@ mod tests {
         assert_eq!(e.path, "cells[0].metrics[1].samples[1]");
         let e = check(metric(&[f64::INFINITY], &[])).unwrap_err();
         assert!(e.what.starts_with("inf is not a finite number"), "{e}");
-        let mut other = run(vec![]);
+        let mut other = Run::fixture(vec![]);
         other.schema = 1;
         assert_eq!(validate(&other).unwrap_err().path, "schema");
     }
@@ -239,7 +221,7 @@ mod tests {
             std::fs::write(&f, text).unwrap();
             format!("{:#}", Run::load(&f).unwrap_err())
         };
-        let good = serde_json::to_string_pretty(&run(vec![cell(
+        let good = serde_json::to_string_pretty(&Run::fixture(vec![cell(
             "6.1/base/x86_64/tiny",
             vec![metric(&[1.0, 2.0, 3.0], &[1, 2])],
         )]))

@@ -297,16 +297,9 @@ pub fn all_met(tallies: &BTreeMap<String, Tally>) -> bool {
 mod tests {
     use super::*;
     use crate::plan::matrix::AA_VARIANT;
-    use crate::schema::{Better, PTest};
 
     fn cmp(arch: &str, new_variant: &str, metric: &str, v: Verdict, ci: (f64, f64)) -> Comparison {
         Comparison {
-            kind: ComparisonKind::Variants,
-            base_cell: format!("6.1/base/{arch}/tiny"),
-            new_cell: format!("6.1/{new_variant}/{arch}/tiny"),
-            base_metric: metric.into(),
-            new_metric: metric.into(),
-            unit: "us/op".into(),
             n_base: 100,
             n_new: 100,
             median_base: 50.0,
@@ -315,23 +308,12 @@ mod tests {
             ci95_lo: ci.0,
             ci95_hi: ci.1,
             p_value: 0.01,
-            cv_base: 0.1,
-            cv_new: 0.1,
-            better: Better::Lower,
-            min_effect_pct: 5.0,
-            verdict: v,
-            boots_base: 3,
-            boots_new: 3,
-            p_test: PTest::WelchBootMedians,
-            reference: None,
-            quantile: 0.5,
-            boot_sd_pct: None,
-            boots_needed: None,
-            split: None,
-            reason: None,
-            level: 0.05,
-            futile: false,
-            layout_pct: None,
+            ..Comparison::fixture(
+                &format!("6.1/base/{arch}/tiny"),
+                &format!("6.1/{new_variant}/{arch}/tiny"),
+                metric,
+                v,
+            )
         }
     }
 

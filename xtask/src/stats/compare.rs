@@ -966,14 +966,7 @@ mod tests {
     #[test]
     fn metrics_declared_not_compared_are_left_out() {
         let m = default_matrix();
-        let metric = |name: &str, samples: &[f64]| Metric {
-            name: name.into(),
-            unit: "us/op".into(),
-            samples: samples.to_vec(),
-            skip: None,
-            target_ci_pct: None,
-            boot_sizes: vec![],
-        };
+        let metric = |name: &str, samples: &[f64]| Metric::fixture(name, "us/op", samples);
         let cell = |id: &str, shift: f64| CellResult {
             metrics: vec![
                 metric(
@@ -993,18 +986,11 @@ mod tests {
             ..CellResult::blank(id, crate::schema::Outcome::Pass)
         };
         let run = Run {
-            schema: crate::schema::SCHEMA_VERSION,
             started: String::new(),
-            host: Default::default(),
-            matrix: "matrix.toml".into(),
-            cells: vec![
+            ..Run::fixture(vec![
                 cell("6.1/base/x86_64/tiny", 0.0),
                 cell("6.1/seccomp-sync-wakeup/x86_64/tiny", 1.0),
-            ],
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ])
         };
         assert!(!m.compared("seccomp_notify.placement.default.unpinned.mixed_share"));
         assert!(m.compared("seccomp_notify.default.unpinned"));
@@ -1031,12 +1017,8 @@ mod tests {
     fn a_comparison_without_power_says_so_and_facts_are_never_compared() {
         let m = default_matrix();
         let metric = |name: &str, unit: &str, samples: Vec<f64>, boot_sizes: Vec<usize>| Metric {
-            name: name.into(),
-            unit: unit.into(),
-            samples,
-            skip: None,
-            target_ci_pct: None,
             boot_sizes,
+            ..Metric::fixture(name, unit, &samples)
         };
         // Three boots; the work's runs 20 a boot.
         let cell = |id: &str, config_cpus: f64, chance: [f64; 3], work_us: f64| {
@@ -1070,19 +1052,12 @@ mod tests {
             }
         };
         let run = |chance_new: [f64; 3]| Run {
-            schema: crate::schema::SCHEMA_VERSION,
             started: String::new(),
-            host: Default::default(),
-            matrix: "matrix.toml".into(),
-            cells: vec![
+            ..Run::fixture(vec![
                 cell("6.12/base/x86_64/tiny", 2.0, [30.0, 35.0, 40.0], 10.0),
                 cell("6.12/base/x86_64/wide", 255.0, [30.0, 35.0, 40.0], 100.0),
                 cell("6.12/mm-cid-work@1/x86_64/wide", 255.0, chance_new, 40.0),
-            ],
-            comparisons: vec![],
-            origins: vec![],
-            looks: None,
-            cross_checks: Vec::new(),
+            ])
         };
         let find = |cs: &[Comparison], new_cell: &str, metric: &str| {
             cs.iter()
@@ -1328,37 +1303,22 @@ pub(crate) mod aa_fixture {
 
     pub(crate) fn sample_comparison() -> Comparison {
         Comparison {
-            kind: ComparisonKind::Variants,
-            base_cell: "6.1/base/x86_64/tiny".into(),
-            new_cell: "6.1/base~aa/x86_64/tiny".into(),
-            base_metric: "seccomp_notify.default.cross-cpu".into(),
-            new_metric: "seccomp_notify.default.cross-cpu".into(),
-            unit: "us/op".into(),
             n_base: 600,
             n_new: 600,
             median_base: 110.0,
             median_new: 110.0,
-            pct_change: 0.0,
             ci95_lo: -9.0,
             ci95_hi: 9.0,
             p_value: 0.9,
-            cv_base: 0.1,
-            cv_new: 0.1,
-            better: Better::Lower,
-            min_effect_pct: 5.0,
-            verdict: Verdict::NoChange,
             boots_base: 6,
             boots_new: 6,
-            p_test: PTest::WelchBootMedians,
-            reference: None,
             quantile: 0.1,
-            boot_sd_pct: None,
-            boots_needed: None,
-            split: None,
-            reason: None,
-            level: 0.05,
-            futile: false,
-            layout_pct: None,
+            ..Comparison::fixture(
+                "6.1/base/x86_64/tiny",
+                "6.1/base~aa/x86_64/tiny",
+                "seccomp_notify.default.cross-cpu",
+                Verdict::NoChange,
+            )
         }
     }
 
