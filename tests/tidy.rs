@@ -297,7 +297,8 @@ fn the_readme_is_a_quick_start() {
 /// The source files of xtask/src, relative to it, with the lines that are
 /// production code: a test-only file (declared under `#[cfg(test)]`, such
 /// as `plan/matrix/tests.rs` or `golden.rs`) has none, and a file's lines
-/// stop at its first `#[cfg(test)]`.
+/// stop at its test module (`#[cfg(test)]` then `mod`); a test-only item
+/// elsewhere is scanned as production code.
 fn production_code() -> Vec<(PathBuf, Vec<(usize, String)>)> {
     let src = root().join("xtask/src");
     let all = files("xtask/src", &|p| ext(p, "rs"));
@@ -318,10 +319,20 @@ fn production_code() -> Vec<(PathBuf, Vec<(usize, String)>)> {
         .filter(|f| !test_only.contains(*f))
         .map(|f| {
             let text = std::fs::read_to_string(f).unwrap();
+            let all: Vec<&str> = text.lines().collect();
+            let tests_start = (0..all.len())
+                .find(|&i| {
+                    all[i].trim() == "#[cfg(test)]"
+                        && all.get(i + 1).is_some_and(|n| {
+                            let n = n.trim_start();
+                            n.starts_with("mod ") || n.starts_with("pub mod ")
+                        })
+                })
+                .unwrap_or(all.len());
             let lines = text
                 .lines()
                 .enumerate()
-                .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+                .take(tests_start)
                 .filter(|(_, l)| !l.trim_start().starts_with("//"))
                 .map(|(i, l)| (i + 1, l.to_string()))
                 .collect();

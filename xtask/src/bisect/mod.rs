@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::build::source::{self, PatchInfo, Series};
+use crate::build::series::{PatchInfo, Series};
+use crate::build::source;
 use crate::host::{cache, signals, ui};
 use crate::plan::matrix::{Cell, Matrix};
 use crate::plan::{arch::Arch, variants};

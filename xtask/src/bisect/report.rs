@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::{Answer, State};
-use crate::build::source::PatchInfo;
+use crate::build::series::PatchInfo;
 use crate::plan::variants::prefix_name;
 use crate::report::{ci_pct, fixed, pct, verdict_words};
 use crate::schema::{CellResult, ComparisonKind, Outcome, Run};

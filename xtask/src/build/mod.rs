@@ -4,5 +4,6 @@ pub mod guest;
 pub mod kbuild;
 pub mod perf;
 pub mod prepare;
+pub mod series;
 pub mod slots;
 pub mod source;

@@ -13,149 +13,11 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::build::series::Series;
 use crate::host::cache::{sha256_file, Cache, KeyBuilder};
 use crate::host::git::{git, git_ok, run_ok};
 use crate::host::proc::{self, limit};
 use crate::plan::matrix::SourceSpec;
-use crate::plan::series;
-
-/// A patch series: the files in order and their combined hash.
-#[derive(Debug, Clone)]
-pub struct Series {
-    pub patches: Vec<PathBuf>,
-    pub hash: String,
-    /// `prefix_hashes[i]`: the hash of the first i+1 patches (the last one
-    /// is `hash`). A prefix of a series is a series whose hash is the
-    /// longer series' prefix hash, so the commits of one serve the other.
-    pub prefix_hashes: Vec<String>,
-}
-
-/// What a patch says about itself: for reports that name a culprit.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PatchInfo {
-    pub file: String,
-    pub subject: String,
-    pub author: String,
-    /// The commit `git format-patch` wrote it from (its `From <sha>` line).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub commit: String,
-}
-
-impl PatchInfo {
-    /// `From:` and `Subject:` of an mbox-format patch (folded lines joined,
-    /// `[PATCH n/m]` dropped). Missing headers stay empty.
-    pub fn parse(file: &str, text: &str) -> PatchInfo {
-        let mut info = PatchInfo {
-            file: file.to_string(),
-            ..Default::default()
-        };
-        if let Some(sha) = text
-            .lines()
-            .next()
-            .and_then(|l| l.strip_prefix("From "))
-            .and_then(|l| l.split_whitespace().next())
-        {
-            if sha.len() == 40
-                && sha.bytes().all(|b| b.is_ascii_hexdigit())
-                && sha != "0".repeat(40)
-            {
-                info.commit = sha.to_string();
-            }
-        }
-        let header = |name| crate::plan::mbox::header(text, name).unwrap_or_default();
-        info.author = header("From");
-        info.subject = header("Subject");
-        let re = regex::Regex::new(r"^\[[^\]]*PATCH[^\]]*\]\s*").unwrap();
-        info.subject = re.replace(&info.subject, "").to_string();
-        info
-    }
-}
-
-impl Series {
-    /// Reads `dir/series` (quilt order) or, without it, `*.patch` sorted.
-    #[cfg(test)]
-    pub fn load(name: &str, dir: &Path) -> Result<Series> {
-        Series::load_prefix(name, dir, None)
-    }
-
-    /// The first `take` patches of the series in `dir` (all with None).
-    pub fn load_prefix(name: &str, dir: &Path, take: Option<usize>) -> Result<Series> {
-        let mut patches = patch_files(name, dir)?;
-        if let Some(k) = take {
-            if k == 0 || k > patches.len() {
-                bail!(
-                    "series {name}: asked for the first {k} patches of {} ({})",
-                    patches.len(),
-                    dir.display()
-                );
-            }
-            patches.truncate(k);
-        }
-        let mut key = KeyBuilder::new("series");
-        let mut prefix_hashes = Vec::new();
-        for p in &patches {
-            let bytes = std::fs::read(p)
-                .with_context(|| format!("series {name}: reading {}", p.display()))?;
-            key.add("patch", &bytes);
-            prefix_hashes.push(key.finish());
-        }
-        Ok(Series {
-            patches,
-            hash: prefix_hashes.last().unwrap().clone(),
-            prefix_hashes,
-        })
-    }
-
-    /// File name, subject and author of every patch, in order.
-    pub fn info(&self) -> Vec<PatchInfo> {
-        self.patches
-            .iter()
-            .map(|p| {
-                let name = p.file_name().unwrap().to_string_lossy().to_string();
-                PatchInfo::parse(&name, &std::fs::read_to_string(p).unwrap_or_default())
-            })
-            .collect()
-    }
-}
-
-/// The patch files of the series at `path`: a directory's, in order, or
-/// an mbox's, split into files in the cache.
-pub fn patch_files(name: &str, path: &Path) -> Result<Vec<PathBuf>> {
-    if path.is_file() {
-        split_mbox(path)
-    } else {
-        series::files(name, path)
-    }
-}
-
-/// The patches of an mbox file, written once as numbered patch files (and
-/// a `series` file) into the cache, under the hash of the mbox's bytes:
-/// the same mbox always gives the same files.
-fn split_mbox(file: &Path) -> Result<Vec<PathBuf>> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let shown = file.display().to_string();
-    let patches = crate::plan::mbox::patches(&shown, &text)?;
-    let key = crate::host::cache::KeyBuilder::new("mbox")
-        .add("bytes", &bytes)
-        .finish();
-    let dir = crate::host::cache::default_root()
-        .join("mbox")
-        .join(&key[..16])
-        .join(crate::plan::variants::name_of(file));
-    let names: Vec<String> = patches.iter().map(crate::plan::mbox::file_name).collect();
-    if !dir.join("series").exists() {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        for (p, n) in patches.iter().zip(&names) {
-            crate::host::cache::write_atomic(&dir.join(n), p.text.as_bytes())?;
-        }
-        crate::host::cache::write_atomic(
-            &dir.join("series"),
-            (names.join("\n") + "\n").as_bytes(),
-        )?;
-    }
-    Ok(names.iter().map(|n| dir.join(n)).collect())
-}
 
 /// Why a variant tree could not be made: the patch and the rejected hunk.
 #[derive(Debug, Clone)]
@@ -751,14 +613,12 @@ fn checkout(tree: &Path, commit: &str) -> Result<()> {
 /// `git am` says little; `git apply --check -v` names the file and shows the
 /// hunk it could not place.
 fn explain_apply_failure(tree: &Path, patch: &Path, stderr: &str, stdout: &str) -> String {
-    let verbose = git(tree)
-        .args(["apply", "--check", "-v"])
-        .arg(patch)
-        .output();
+    let mut check = git(tree);
+    check.args(["apply", "--check", "-v"]).arg(patch);
+    let verbose = proc::run(check, limit::scaled(limit::GIT));
     let mut lines: Vec<String> = Vec::new();
     if let Ok(v) = verbose {
-        let text =
-            String::from_utf8_lossy(&v.stderr).to_string() + &String::from_utf8_lossy(&v.stdout);
+        let text = v.stderr + &v.stdout;
         lines.extend(
             text.lines()
                 .filter(|l| !l.starts_with("Checking patch"))
@@ -1216,23 +1076,6 @@ mod tests {
         assert_ne!(id("k2"), id("k3"), "kconfig's own source");
         assert_ne!(id("k3"), id("k4"), "a configs/ fragment");
         assert_ne!(id("k4"), id("k5"), "the top Makefile");
-    }
-
-    #[test]
-    fn patch_headers_give_subject_author_and_commit() {
-        let text = "From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\nFrom: Jane Dev <jane@example.org>\nDate: Tue, 1 Oct 2024\nSubject: [PATCH v2 3/4] seccomp: a long subject that\n wraps onto a second line\n\nbody\nSubject: not this\n";
-        let i = PatchInfo::parse("0003-x.patch", text);
-        assert_eq!(i.author, "Jane Dev <jane@example.org>");
-        assert_eq!(
-            i.subject,
-            "seccomp: a long subject that wraps onto a second line"
-        );
-        assert_eq!(i.commit, "0123456789abcdef0123456789abcdef01234567");
-        let z = PatchInfo::parse(
-            "p",
-            "From 0000000000000000000000000000000000000000 Mon\nSubject: s\n",
-        );
-        assert_eq!(z.commit, "");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::matrix::{execute, MatrixArgs};
 use super::Env;
-use crate::build::source::{PatchInfo, Series};
+use crate::build::series::{PatchInfo, Series};
 use crate::host::cache;
 use crate::plan::variants;
 use crate::schema as results;

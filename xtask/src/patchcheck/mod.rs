@@ -19,8 +19,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::build::series::PatchInfo;
 use crate::build::slots::Slots;
-use crate::build::source::{PatchInfo, Trees};
+use crate::build::source::Trees;
 use crate::build::{guest, kbuild};
 use crate::host::proc::{self, limit};
 use crate::plan::arch::Arch;
@@ -170,7 +171,7 @@ pub struct Plan<'a> {
 pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
     let mut m = plan.matrix;
     let spec = &m.series[&plan.series];
-    let series = crate::build::source::Series::load_prefix(
+    let series = crate::build::series::Series::load_prefix(
         &plan.series,
         &plan.root.join(&spec.dir),
         spec.take,

@@ -8,7 +8,6 @@ pub mod expect;
 pub mod files;
 pub mod glob;
 pub mod matrix;
-pub mod mbox;
 #[cfg(test)]
 mod mutations;
 pub mod series;

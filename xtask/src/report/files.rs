@@ -57,7 +57,7 @@ fn patchsets(root: &Path, m: &Matrix, run: &Run) -> BTreeMap<String, kcidb::Patc
         let Some(s) = m.series.get(name) else {
             continue;
         };
-        let Ok(mut patches) = crate::build::source::patch_files(name, &root.join(&s.dir)) else {
+        let Ok(mut patches) = crate::build::series::patch_files(name, &root.join(&s.dir)) else {
             continue;
         };
         if let Some(k) = take {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::{stop, Phased, Stage};
-use crate::build::source::{self, Series, Trees};
+use crate::build::series::Series;
+use crate::build::source::{self, Trees};
 use crate::host::events::{CellEvents, Phase};
 use crate::plan::matrix::Cell;
 use crate::schema::{Evidence, EvidenceKind, Outcome};

@@ -1,7 +1,9 @@
-//! A series directory, as the matrix names it: its patch files in order;
-//! or an mbox (plan/mbox.rs), which build/source.rs splits into files.
-//! Plan input (how many patches a series has, which one is the Nth);
-//! build/source.rs hashes and applies them.
+//! A series as the matrix names it: a directory of patch files in order,
+//! or one mbox (`mbox`: its numbered patches, checked). Plan input (how
+//! many patches a series has, which one is the Nth); `build::series`
+//! loads, hashes and splits it, `build::source` applies it.
+
+pub mod mbox;
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +42,7 @@ pub fn count(name: &str, path: &Path) -> Result<usize> {
     if path.is_file() {
         let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
         let shown = path.display().to_string();
-        return Ok(crate::plan::mbox::patches(&shown, &String::from_utf8_lossy(&text))?.len());
+        return Ok(mbox::patches(&shown, &String::from_utf8_lossy(&text))?.len());
     }
     Ok(files(name, path)?.len())
 }
