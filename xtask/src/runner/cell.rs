@@ -285,7 +285,7 @@ fn boot_step(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path, b: &mut Bootin
             rewrite_initrd(ctx, &b.prep, &b.accel)?;
         }
     }
-    let (mut r, kvm_failed) = timed_boot(ctx, cell, ev, dir, b, b.pre_boot.clone(), i)?;
+    let (mut r, kvm_failed) = timed_boot(ctx, cell, ev, dir, b, b.pre_boot.clone(), i);
     if let (1, Accel::Kvm, Some(why)) = (i, &b.accel, kvm_failed) {
         let c = ctx.accel.give_up(cell.arch, &why);
         ev.note(&format!(
@@ -322,7 +322,7 @@ fn boot_step(ctx: &Ctx, cell: &Cell, ev: &CellEvents, dir: &Path, b: &mut Bootin
         ));
         // Later boots start from `pre_boot` again: merge_boot keeps the
         // first boot's accelerator fields and evidence, once.
-        r = timed_boot(ctx, cell, ev, dir, b, again, 1)?.0;
+        r = timed_boot(ctx, cell, ev, dir, b, again, 1).0;
     }
     // Repeat boots pool benchmark samples and expose boot-to-boot spread;
     // a test must pass in every boot.
@@ -344,7 +344,7 @@ fn timed_boot(
     b: &mut Booting,
     pre: CellResult,
     i: u32,
-) -> Result<(CellResult, Option<String>)> {
+) -> (CellResult, Option<String>) {
     let seq = ctx
         .boot_seq
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -371,5 +371,5 @@ fn timed_boot(
         busy_cpus: out.placement.1 as u32,
         beside: b.slot.beside.clone(),
     });
-    Ok((out.result, out.kvm_failed))
+    (out.result, out.kvm_failed)
 }
