@@ -182,7 +182,7 @@ fn bad_values_name_line_and_expectation() {
     for bad in ["1.0", "0.5", "nan", "inf", "-2.0"] {
         let e = parse_err(&agree("p.x", bad));
         assert!(
-            e.contains("[[agree]] p.x vs b.x: factor = ") && e.contains("must be a ratio above 1"),
+            e.contains("[[agree]] p.x vs b.x: factor = ") && e.contains("is out of range, expected a ratio above 1"),
             "{bad}: {e}"
         );
     }
@@ -301,7 +301,7 @@ fn metric_declarations_longest_prefix_and_ranges() {
     assert_eq!(q.metric_quantile("b.z"), 0.5);
     let e = parse_err(&text.replace("target_ci_pct = 3.0", "quantile = 1.0"));
     assert!(
-        e.contains("[metric.b.x] quantile = 1 must be in (0, 1)"),
+        e.contains("[metric.b.x] quantile = 1 is out of range, expected a number in (0, 1) (0.5: the median)"),
         "{e}"
     );
 }
@@ -688,7 +688,7 @@ fn numbers_out_of_range_are_refused_at_their_value_with_the_range() {
             "target_ci_pct = 3.0\n#",
             "target_ci_pct = inf\n#",
             "inf",
-            "[metric.seccomp_notify] target_ci_pct = inf must be a percentage in (0, 100)",
+            "[metric.seccomp_notify] target_ci_pct = inf is out of range, expected a percentage in (0, 100)",
         ),
         (
             "split = { metric = \"seccomp_notify.host.wake_gap_pct\", at = 17.0 }",

@@ -2,132 +2,14 @@
 //! (names that refer to other tables, ranges, repeats, patterns), each
 //! refusal naming FILE:LINE:COL and what was expected.
 
-use std::fmt;
-use std::ops::RangeInclusive;
-
 use anyhow::{bail, Result};
 use toml::Spanned;
 
 use super::expand::{parse_config_line, Filters};
+use super::ranges::{number_at, Rule, BOOTS};
 use super::schema::*;
 use crate::plan::arch::Arch;
 use crate::plan::spans::{keys, Seg, Spans};
-
-/// The ranges of matrix.toml's numbers (docs/matrix-toml.md states them);
-/// a flag that overrides one of them takes the same range.
-pub const SMP: RangeInclusive<u32> = 1..=64;
-/// `[config] smp`: possible CPUs (with `maxcpus=`, more than are online).
-pub const CONFIG_SMP: RangeInclusive<u32> = 1..=512;
-pub const MEMORY_MB: RangeInclusive<u32> = 128..=65_536;
-/// Seconds of QEMU for one boot, a day at most (`--cell-timeout` too).
-pub const CELL_TIMEOUT_S: RangeInclusive<u64> = 1..=86_400;
-/// Seconds a test may take in the guest (x3 under TCG), a day at most.
-pub const TEST_TIMEOUT_S: RangeInclusive<u64> = 1..=86_400;
-/// Boots of a cell: run.boots, run.max_boots, `[test] boots`, and the
-/// `--boots`/`--max-boots` flags of every command.
-pub const BOOTS: RangeInclusive<u32> = 1..=50;
-/// `[test.*] rounds` (kind = "perf").
-pub const ROUNDS: RangeInclusive<u32> = 1..=100;
-/// `[metric] min_effect_pct`, a change in percent.
-pub const MIN_EFFECT_PCT: RangeInclusive<f64> = 0.0..=1000.0;
-
-/// What a numeric key expects, for serde's refusals of a value of the
-/// wrong type (`-1`, `nan`, too large): by the key on `offset`'s line and
-/// the table header above it.
-fn number_at(text: &str, offset: usize) -> Option<String> {
-    let mut end = offset.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let before = &text[..end];
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let line = text[line_start..].lines().next().unwrap_or("");
-    let key = line.split_once('=')?.0.trim();
-    let header = before[..line_start]
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('['))?;
-    let table = header
-        .trim_start_matches('[')
-        .split(['.', ']'])
-        .next()?
-        .trim();
-    let (name, range) = match (table, key) {
-        ("run", "smp") => ("run.smp", format!("{}..={} CPUs", SMP.start(), SMP.end())),
-        ("run", "memory_mb") => (
-            "run.memory_mb",
-            format!("{}..={} MB", MEMORY_MB.start(), MEMORY_MB.end()),
-        ),
-        ("run", "cell_timeout_s") => (
-            "run.cell_timeout_s",
-            format!(
-                "{}..={} seconds",
-                CELL_TIMEOUT_S.start(),
-                CELL_TIMEOUT_S.end()
-            ),
-        ),
-        ("run", "boots") => ("run.boots", format!("{}..={}", BOOTS.start(), BOOTS.end())),
-        ("run", "max_boots") => ("run.max_boots", format!("run.boots..={}", BOOTS.end())),
-        ("config", "smp") => (
-            "[config] smp",
-            format!("{}..={} CPUs", CONFIG_SMP.start(), CONFIG_SMP.end()),
-        ),
-        ("test", "timeout_s") => (
-            "[test] timeout_s",
-            format!(
-                "{}..={} seconds",
-                TEST_TIMEOUT_S.start(),
-                TEST_TIMEOUT_S.end()
-            ),
-        ),
-        ("test", "boots") => (
-            "[test] boots",
-            format!("{}..={}", BOOTS.start(), BOOTS.end()),
-        ),
-        ("metric", "min_effect_pct") => (
-            "[metric] min_effect_pct",
-            format!(
-                "{}..={} (percent)",
-                MIN_EFFECT_PCT.start(),
-                MIN_EFFECT_PCT.end()
-            ),
-        ),
-        ("metric", "target_ci_pct") => {
-            ("[metric] target_ci_pct", "a percentage in (0, 100)".into())
-        }
-        ("metric", "quantile") => ("[metric] quantile", "a number in (0, 1)".into()),
-        _ => return None,
-    };
-    Some(format!("{name}: expected {range}"))
-}
-
-/// `NAME = v` in its range, else an error at its value saying the range.
-fn in_range<T: PartialOrd + fmt::Display>(
-    at: &Spans,
-    keys: &[Seg],
-    name: &str,
-    v: T,
-    range: &RangeInclusive<T>,
-    unit: &str,
-) -> Result<()> {
-    if range.contains(&v) {
-        return Ok(());
-    }
-    Err(at.err_at(
-        keys,
-        format!(
-            "{name} = {v} is out of range, expected {}..={}{unit}",
-            range.start(),
-            range.end()
-        ),
-    ))
-}
-
-/// A range of u32 as one of u64 (a rule table holds both).
-fn widen(r: &RangeInclusive<u32>) -> RangeInclusive<u64> {
-    u64::from(*r.start())..=u64::from(*r.end())
-}
 
 /// The first entry of a list that repeats an earlier one: its index.
 fn repeated<'s>(items: impl IntoIterator<Item = &'s str>) -> Option<(usize, &'s str)> {
@@ -250,27 +132,14 @@ impl Matrix {
     fn validate_run(&self, at: &Spans) -> Result<()> {
         self.validate_run_names(at)?;
         let run = &self.run;
-        // One rule a row: the key, its value, its range, the unit said.
-        let rows: [(&str, u64, &RangeInclusive<u64>, &str); 4] = [
-            ("smp", run.smp.into(), &widen(&SMP), " CPUs"),
-            ("memory_mb", run.memory_mb.into(), &widen(&MEMORY_MB), " MB"),
-            (
-                "cell_timeout_s",
-                run.cell_timeout_s,
-                &CELL_TIMEOUT_S,
-                " seconds",
-            ),
-            ("boots", run.boots.into(), &widen(&BOOTS), ""),
+        let values: [(&str, u64); 4] = [
+            ("smp", run.smp.into()),
+            ("memory_mb", run.memory_mb.into()),
+            ("cell_timeout_s", run.cell_timeout_s),
+            ("boots", run.boots.into()),
         ];
-        for (key, value, range, unit) in rows {
-            in_range(
-                at,
-                keys!["run", key],
-                &format!("run.{key}"),
-                value,
-                range,
-                unit,
-            )?;
+        for (key, value) in values {
+            Rule::of("run", key).check(at, keys!["run", key], &format!("run.{key}"), value)?;
         }
         if let Some(mb) = run.max_boots {
             if mb < run.boots || mb > *BOOTS.end() {
@@ -538,13 +407,11 @@ impl Matrix {
                 ));
             }
             if let Some(smp) = c.smp {
-                in_range(
+                Rule::of("config", "smp").check(
                     at,
                     keys!["config", name, "smp"],
                     &format!("[config.{name}] smp"),
                     smp,
-                    &CONFIG_SMP,
-                    " CPUs",
                 )?;
             }
             if let Some(tests) = &c.tests {
@@ -629,13 +496,11 @@ impl Matrix {
             }
             test_needs(at, name, t)?;
             if let Some(b) = t.boots {
-                in_range(
+                Rule::of("test", "boots").check(
                     at,
                     keys!["test", name, "boots"],
                     &format!("[test.{name}] boots"),
                     b,
-                    &BOOTS,
-                    " (the first N boots of a cell; a test that never runs is left out of the tests)",
                 )?;
             }
             if let Some(r) = t.rounds {
@@ -645,23 +510,19 @@ impl Matrix {
                         format!("[test.{name}] rounds: only kind = \"perf\" has rounds"),
                     ));
                 }
-                in_range(
+                Rule::of("test", "rounds").check(
                     at,
                     keys!["test", name, "rounds"],
                     &format!("[test.{name}] rounds"),
                     r,
-                    &ROUNDS,
-                    " (runs of each case in a boot)",
                 )?;
             }
             if let Some(s) = t.timeout_s {
-                in_range(
+                Rule::of("test", "timeout_s").check(
                     at,
                     keys!["test", name, "timeout_s"],
                     &format!("[test.{name}] timeout_s"),
                     s,
-                    &TEST_TIMEOUT_S,
-                    " seconds",
                 )?;
             }
             test_config(at, name, t)?;
@@ -809,50 +670,51 @@ impl Matrix {
                     ),
                 ));
             }
-            if !(a.factor.is_finite() && a.factor > 1.0) {
-                return Err(at.err_at(
-                    keys!["agree", i, "factor"],
-                    format!(
-                        "[[agree]] {} vs {}: factor = {} must be a ratio above 1 (2.0: the medians within 2x of each other)",
-                        a.a, a.b, a.factor
-                    ),
-                ));
-            }
+            Rule::of("agree", "factor").check(
+                at,
+                keys!["agree", i, "factor"],
+                &format!("[[agree]] {} vs {}: factor", a.a, a.b),
+                a.factor,
+            )?;
         }
         for (name, m) in &self.metric {
-            in_range(
+            Rule::of("metric", "min_effect_pct").check(
                 at,
                 keys!["metric", name, "min_effect_pct"],
                 &format!("[metric.{name}] min_effect_pct"),
                 m.min_effect_pct,
-                &MIN_EFFECT_PCT,
-                " (percent)",
             )?;
-            if let Some(t) = m.target_ci_pct.filter(|t| !(*t > 0.0 && *t < 100.0)) {
-                return Err(at.err_at(
+            if let Some(t) = m.target_ci_pct {
+                Rule::of("metric", "target_ci_pct").check(
+                    at,
                     keys!["metric", name, "target_ci_pct"],
-                    format!("[metric.{name}] target_ci_pct = {t} must be a percentage in (0, 100)"),
-                ));
+                    &format!("[metric.{name}] target_ci_pct"),
+                    t,
+                )?;
             }
-            if let Some(q) = m.quantile.filter(|q| !(*q > 0.0 && *q < 1.0)) {
-                return Err(at.err_at(
+            if let Some(q) = m.quantile {
+                Rule::of("metric", "quantile").check(
+                    at,
                     keys!["metric", name, "quantile"],
-                    format!("[metric.{name}] quantile = {q} must be in (0, 1) (0.5: the median)"),
-                ));
+                    &format!("[metric.{name}] quantile"),
+                    q,
+                )?;
             }
-            if let Some(l) = m.layout_pct.filter(|l| !(*l > 0.0 && *l < 100.0)) {
-                return Err(at.err_at(
+            if let Some(l) = m.layout_pct {
+                Rule::of("metric", "layout_pct").check(
+                    at,
                     keys!["metric", name, "layout_pct"],
-                    format!("[metric.{name}] layout_pct = {l} must be a percentage in (0, 100): what code layout alone moves the metric by"),
-                ));
+                    &format!("[metric.{name}] layout_pct"),
+                    l,
+                )?;
             }
             if let Some(p) = &m.power {
-                if !p.below.is_finite() {
-                    return Err(at.err_at(
-                        keys!["metric", name, "power", "below"],
-                        format!("[metric.{name}] power.below = {} is not a finite number, expected the bound of the power figure", p.below),
-                    ));
-                }
+                Rule::of("metric.power", "below").check(
+                    at,
+                    keys!["metric", name, "power", "below"],
+                    &format!("[metric.{name}] power.below"),
+                    p.below,
+                )?;
                 if self.compared(&p.metric) {
                     return Err(at.err_at(
                         keys!["metric", name, "power", "metric"],
