@@ -9,6 +9,54 @@ pub fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// The largest inputs read whole (a clear refusal past them, never a read
+/// that exhausts memory): matrix.toml, an mbox or a patch, a results.json.
+pub const MAX_MATRIX: u64 = 4 << 20;
+pub const MAX_MAIL: u64 = 64 << 20;
+pub const MAX_RESULTS: u64 = 512 << 20;
+
+/// Reads the input file `path` (a `what`: "matrix file", "mbox") whole,
+/// refusing what is not a regular file (a FIFO would block, a device
+/// never end) and what is larger than `max` bytes, before reading.
+pub fn read_input(path: &std::path::Path, max: u64, what: &str) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let shown = path.display();
+    let meta =
+        std::fs::metadata(path).map_err(|e| anyhow::anyhow!("cannot read {what} {shown}: {e}"))?;
+    if !meta.is_file() {
+        let kind = match meta.file_type() {
+            t if t.is_dir() => "a directory",
+            _ => "not a regular file (a FIFO, socket or device)",
+        };
+        anyhow::bail!("{what} {shown} is {kind}; expected a regular file");
+    }
+    if meta.len() > max {
+        anyhow::bail!(
+            "{what} {shown} has {} bytes; expected at most {max}",
+            meta.len()
+        );
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+        .map_err(|e| anyhow::anyhow!("cannot read {what} {shown}: {e}"))?;
+    if bytes.len() as u64 > max {
+        anyhow::bail!("{what} {shown} grew past {max} bytes while read");
+    }
+    Ok(bytes)
+}
+
+/// `read_input` as text; bytes that are not UTF-8 are refused by offset.
+pub fn read_input_text(path: &std::path::Path, max: u64, what: &str) -> anyhow::Result<String> {
+    String::from_utf8(read_input(path, max, what)?).map_err(|e| {
+        anyhow::anyhow!(
+            "{what} {} is not UTF-8 text (at byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 /// `s` as one POSIX shell word (shlex: bare when that is safe, else in
 /// single or double quotes). A NUL byte is kept as it is: no shell word can
 /// hold one, and refusing would lose the rest of the text.
@@ -63,6 +111,42 @@ mod tests {
     }
 
     use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn an_input_is_a_regular_file_within_its_bound() {
+        let dir = std::env::temp_dir().join(format!("kmatrix-read-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("m.toml");
+        std::fs::write(&f, "0123456789").unwrap();
+        assert_eq!(read_input(&f, 10, "matrix file").unwrap(), b"0123456789");
+        let e = read_input(&f, 9, "matrix file").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "matrix file {} has 10 bytes; expected at most 9",
+                f.display()
+            )
+        );
+        let e = read_input(Path::new("/dev/zero"), 9, "mbox")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "mbox /dev/zero is not a regular file (a FIFO, socket or device); expected a regular file"
+        );
+        let e = read_input(&dir, 9, "results file").unwrap_err().to_string();
+        assert!(
+            e.ends_with("is a directory; expected a regular file"),
+            "{e}"
+        );
+        std::fs::write(&f, b"ok\xff").unwrap();
+        let e = read_input_text(&f, 9, "series file")
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("is not UTF-8 text (at byte 2)"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn stamps_are_utc_and_zero_padded() {

@@ -194,8 +194,7 @@ impl State {
         if !path.exists() {
             return Ok(None);
         }
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text = crate::util::read_input_text(&path, crate::util::MAX_RESULTS, "bisect state")?;
         let s = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a kmatrix bisect.json", path.display()))?;
         Ok(Some(s))

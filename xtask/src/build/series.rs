@@ -87,8 +87,8 @@ impl Series {
         let mut key = KeyBuilder::new("series");
         let mut prefix_hashes = Vec::new();
         for p in &patches {
-            let bytes = std::fs::read(p)
-                .with_context(|| format!("series {name}: reading {}", p.display()))?;
+            let bytes = crate::util::read_input(p, crate::util::MAX_MAIL, "patch")
+                .with_context(|| format!("series {name}"))?;
             key.add("patch", &bytes);
             prefix_hashes.push(key.finish());
         }
@@ -125,7 +125,7 @@ pub fn patch_files(name: &str, path: &Path) -> Result<Vec<PathBuf>> {
 /// a `series` file) into the cache, under the hash of the mbox's bytes:
 /// the same mbox always gives the same files.
 fn split_mbox(file: &Path) -> Result<Vec<PathBuf>> {
-    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let bytes = crate::util::read_input(file, crate::util::MAX_MAIL, "mbox")?;
     let text = String::from_utf8_lossy(&bytes);
     let shown = file.display().to_string();
     let patches = crate::plan::series::mbox::patches(&shown, &text)?;

@@ -13,6 +13,7 @@ use crate::build::series::{PatchInfo, Series};
 use crate::host::cache;
 use crate::plan::variants;
 use crate::schema as results;
+use crate::util::{read_input_text, MAX_RESULTS};
 
 #[derive(Args, Debug)]
 pub struct SweepCmd {
@@ -38,8 +39,8 @@ impl SweepCmd {
         if let Some(dir) = a.resume.clone() {
             let path = dir.join("sweep.json");
             if path.exists() {
-                let text = std::fs::read_to_string(&path)
-                    .with_context(|| format!("--resume: reading {}", path.display()))?;
+                let text =
+                    read_input_text(&path, MAX_RESULTS, "sweep state").context("--resume")?;
                 let s: Stored = serde_json::from_str(&text).with_context(|| {
                     format!(
                         "--resume: {} is not a sweep.json this version can read",

@@ -16,12 +16,13 @@ pub mod variants;
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+
+use crate::util::{read_input_text, MAX_MATRIX};
 
 /// Reads and validates a matrix file (errors name file:line:col).
 pub fn load(path: &Path) -> Result<matrix::Matrix> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = read_input_text(path, MAX_MATRIX, "matrix file")?;
     matrix::Matrix::parse(&path.display().to_string(), &text)
 }
 
@@ -29,8 +30,7 @@ pub fn load(path: &Path) -> Result<matrix::Matrix> {
 /// exists under `root`, the harness's checkout (errors name
 /// file:line:col).
 pub fn load_checked(path: &Path, root: &Path) -> Result<matrix::Matrix> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = read_input_text(path, MAX_MATRIX, "matrix file")?;
     let shown = path.display().to_string();
     let m = matrix::Matrix::parse(&shown, &text)?;
     files::check(&m, &shown, &text, root)?;

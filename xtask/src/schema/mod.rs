@@ -758,8 +758,7 @@ impl Run {
     /// line:column and JSON path serde stopped at, a schema this harness
     /// does not read, or what `validate` refused.
     pub fn load(path: &Path) -> Result<Run> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = crate::util::read_input_text(path, crate::util::MAX_RESULTS, "results file")?;
         Run::parse(&text).map_err(|e| anyhow!("{}{e}", path.display()))
     }
 

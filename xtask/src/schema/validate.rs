@@ -121,6 +121,7 @@ fn check_metric(at: &str, m: &Metric) -> Result<(), Invalid> {
 mod tests {
     use super::*;
     use crate::schema::{CellResult, Outcome};
+    use std::path::Path;
 
     fn metric(samples: &[f64], boot_sizes: &[usize]) -> Metric {
         Metric {
@@ -261,7 +262,13 @@ mod tests {
         );
         let missing = dir.join("nowhere.json");
         assert!(format!("{:#}", Run::load(&missing).unwrap_err())
-            .starts_with(&format!("cannot read {}", missing.display())));
+            .starts_with(&format!("cannot read results file {}", missing.display())));
+        // A FIFO or a device is refused before it is opened: nothing blocks.
+        let e = format!("{:#}", Run::load(Path::new("/dev/zero")).unwrap_err());
+        assert_eq!(
+            e,
+            "results file /dev/zero is not a regular file (a FIFO, socket or device); expected a regular file"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -154,31 +154,55 @@ pub fn patches(shown: &str, text: &str) -> Result<Vec<Patch>> {
         );
     }
     let total = totals[0];
+    if total > MAX_PATCHES {
+        bail!(
+            "{shown}: {:?} numbers a series of {total} patches; expected at most {MAX_PATCHES}",
+            found[0].3.subject
+        );
+    }
     found.sort_by_key(|f| f.1);
     let numbers: Vec<usize> = found.iter().map(|f| f.1).collect();
     if let Some(w) = numbers.windows(2).find(|w| w[0] == w[1]) {
         bail!("{shown}: patch {}/{total} appears twice", w[0]);
     }
-    let missing: Vec<String> = (1..=total)
-        .filter(|k| !numbers.contains(k))
-        .map(|k| format!("{k}/{total}"))
+    let missing: Vec<usize> = (1..=total)
+        .filter(|k| numbers.binary_search(k).is_err())
         .collect();
     if !missing.is_empty() {
-        let has: Vec<String> = numbers.iter().map(|k| k.to_string()).collect();
         bail!(
             "{shown}: patch {} missing (the mbox has {} of {total})",
-            if missing.len() == 1 {
-                format!("{} is", missing[0])
-            } else {
-                format!("{} are", missing.join(", "))
-            },
-            has.join(", ")
+            listed(&missing, total),
+            numbers
+                .iter()
+                .map(|k| k.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     if let Some(k) = numbers.iter().find(|k| **k > total) {
         bail!("{shown}: patch {k}/{total} is numbered past the series' end");
     }
     Ok(found.into_iter().map(|f| f.3).collect())
+}
+
+/// The longest series read: the counter's width in a file name
+/// (`0003-...`) and a bound on what a subject line can ask for.
+pub const MAX_PATCHES: usize = 9999;
+
+/// "3/7 is" or "2/7, 3/7 are", the first ten of a long list named and the
+/// rest counted.
+fn listed(missing: &[usize], total: usize) -> String {
+    let named: Vec<String> = missing
+        .iter()
+        .take(10)
+        .map(|k| format!("{k}/{total}"))
+        .collect();
+    let more = match missing.len().saturating_sub(named.len()) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let verb = if missing.len() == 1 { "is" } else { "are" };
+    format!("{}{more} {verb}", named.join(", "))
 }
 
 /// A file name for patch `p`: `0003-the-subject.patch`, like format-patch.
@@ -265,6 +289,16 @@ mod tests {
                 "s.mbx: the patches disagree on the series' length (of 2, of 3)",
             ),
             (vec![msg("hello", false)], "s.mbx: no patch in this mbox"),
+            // A subject asks for no memory: the count is bounded, the
+            // missing ones are counted past the first ten.
+            (
+                vec![msg("[PATCH 1/1000000000] a", true)],
+                "s.mbx: \"[PATCH 1/1000000000] a\" numbers a series of 1000000000 patches; expected at most 9999",
+            ),
+            (
+                vec![msg("[PATCH 1/30] a", true)],
+                "s.mbx: patch 2/30, 3/30, 4/30, 5/30, 6/30, 7/30, 8/30, 9/30, 10/30, 11/30 and 19 more are missing (the mbox has 1 of 30)",
+            ),
         ];
         for (msgs, says) in cases {
             let e = patches("s.mbx", &msgs.concat()).unwrap_err().to_string();

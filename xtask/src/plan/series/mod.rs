@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::util::{read_input, read_input_text, MAX_MAIL, MAX_MATRIX};
+
 /// The patch files of `dir` in order: `dir/series` (quilt order, `#`
 /// comments and blank lines skipped) or, without it, `*.patch` sorted by
 /// name. Err when there are none.
 pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
     let order = dir.join("series");
     let patches: Vec<PathBuf> = if order.exists() {
-        std::fs::read_to_string(&order)?
+        read_input_text(&order, MAX_MATRIX, "series file")?
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
@@ -40,7 +42,7 @@ pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
 /// mbox's numbered patches.
 pub fn count(name: &str, path: &Path) -> Result<usize> {
     if path.is_file() {
-        let text = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = read_input(path, MAX_MAIL, "mbox")?;
         let shown = path.display().to_string();
         return Ok(mbox::patches(&shown, &String::from_utf8_lossy(&text))?.len());
     }
