@@ -182,7 +182,8 @@ fn bad_values_name_line_and_expectation() {
     for bad in ["1.0", "0.5", "nan", "inf", "-2.0"] {
         let e = parse_err(&agree("p.x", bad));
         assert!(
-            e.contains("[[agree]] p.x vs b.x: factor = ") && e.contains("is out of range, expected a ratio above 1"),
+            e.contains("[[agree]] p.x vs b.x: factor = ")
+                && e.contains("is out of range, expected a ratio above 1"),
             "{bad}: {e}"
         );
     }
