@@ -168,7 +168,7 @@ fn each_planted_fault_is_named_with_its_patch_and_text() {
         "{html}"
     );
     let row3 = html
-        .split("<tr class=bad><td>3 ")
+        .split("<tr class=\"bad\"><td>3 ")
         .nth(1)
         .unwrap()
         .split("</tr>")

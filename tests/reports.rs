@@ -261,7 +261,7 @@ fn merge_refuses_conflicts_other_schemas_and_unreadable_files() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(&format!("cannot read {}", missing.display())),
+        err.contains(&format!("cannot read results file {}", missing.display())),
         "{err}"
     );
     let junk = d.join("junk.json");
@@ -917,7 +917,7 @@ fn degenerate_samples_cannot_be_compared_and_say_why() {
         assert!(text(&o.stdout).contains(why), "{name}");
         let html = std::fs::read_to_string(out.join("report.html")).unwrap();
         assert!(
-            html.contains("cannot compare</span> <span class=meta>"),
+            html.contains("cannot compare</span> <span class=\"meta\">"),
             "{name}"
         );
         let kcidb = load(&out.join("kcidb.json"));

@@ -67,6 +67,17 @@ pub fn shell_quote(s: &str) -> Cow<'_, str> {
         .expect("with NUL allowed, shlex's quoting cannot fail")
 }
 
+/// `words` as one shell command line, each quoted as `shell_quote` does:
+/// a reproducer pasted into a shell runs that command and nothing else,
+/// whatever paths, names and message ids it carries.
+pub fn shell_line<S: AsRef<str>>(words: impl IntoIterator<Item = S>) -> String {
+    words
+        .into_iter()
+        .map(|w| shell_quote(w.as_ref()).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `text` as one markdown code span: fenced by one more backtick than its
 /// longest run of backticks (a linker's `` `f' `` quotes would end a
 /// single-backtick span), padded when it starts or ends with one.

@@ -535,7 +535,7 @@ pub fn conclude(state: &mut State, answer: Option<Answer>, run_dir: &Path) -> Re
             eprintln!(
                 "interrupted: {} steps saved; continue with: cargo xtask bisect --resume {}",
                 state.steps.len(),
-                run_dir.display()
+                crate::util::shell_quote(&run_dir.display().to_string())
             );
             2
         }
@@ -679,7 +679,7 @@ impl CommitJudge<'_> {
         if signals::interrupted() {
             return Ok(128);
         }
-        let tree = self.tree.display();
+        let tree = crate::util::shell_quote(&self.tree.display().to_string()).into_owned();
         let reproduce = format!(
             "git -C {tree} checkout {head} && cargo xtask bisect-step --tree {tree} {reproduce_flags}"
         );

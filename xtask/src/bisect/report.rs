@@ -10,6 +10,7 @@ use crate::plan::variants::prefix_name;
 use crate::report::{ci_pct, fixed, pct, verdict_words};
 use crate::schema::{CellResult, ComparisonKind, Outcome, Run};
 use crate::stats::{intervals, location};
+use crate::util::{md_code, shell_line, shell_quote};
 
 fn patch_line(i: usize, n: usize, p: &PatchInfo) -> String {
     format!(
@@ -53,38 +54,38 @@ pub fn step_reproducer(
     tests: &[String],
     builds: bool,
 ) -> String {
-    let mut s = format!(
-        "cargo xtask {}",
-        if builds { "patchcheck" } else { "matrix" }
-    );
+    let mut w: Vec<String> = Vec::new();
+    let mut flag = |f: &str, v: &str| w.extend([f.to_string(), v.to_string()]);
     if let Some(m) = &a.matrix {
-        s += &format!(" --matrix {m}");
+        flag("--matrix", m);
     }
-    s += &a.source_flags;
+    let mut tail: Vec<String> = Vec::new();
+    let mut more = |f: &str, v: &str| tail.extend([f.to_string(), v.to_string()]);
     if let Some(kern) = &a.kernel {
-        s += &format!(" --kernel {kern}");
+        more("--kernel", kern);
+    }
+    if a.series_named && (builds || k > 0) {
+        more("--series-name", series);
     }
     if builds {
-        if a.series_named {
-            s += &format!(" --series-name {series}");
-        }
-        s += &format!(" --patches {}", k.max(1));
+        more("--patches", &k.max(1).to_string());
     } else if k == 0 {
-        s += " --variant base";
+        more("--variant", "base");
     } else {
-        if a.series_named {
-            s += &format!(" --series-name {series}");
-        }
-        s += &format!(" --patches {k} --variant {series}");
+        more("--patches", &k.to_string());
+        more("--variant", series);
     }
-    s += &format!(" --arch {arch}");
+    more("--arch", arch);
     if let Some(c) = &a.config {
-        s += &format!(" --config {c}");
+        more("--config", c);
     }
     for t in tests {
-        s += &format!(" --test {t}");
+        more("--test", t);
     }
-    s
+    let cmd = if builds { "patchcheck" } else { "matrix" };
+    let head = shell_line(std::iter::once(cmd.to_string()).chain(w));
+    // The source flags come quoted already.
+    format!("cargo xtask {head}{} {}", a.source_flags, shell_line(tail))
 }
 
 /// The answer in bold: the first bad patch with both sides' judgements, the
@@ -123,9 +124,12 @@ fn answer(o: &mut String, st: &State, run_dir: &Path) {
         None => {
             let _ = writeln!(
                 o,
-                "**Interrupted** after {} steps: `cargo xtask bisect --resume {}`",
+                "**Interrupted** after {} steps: {}",
                 st.steps.len(),
-                run_dir.display()
+                md_code(&format!(
+                    "cargo xtask bisect --resume {}",
+                    shell_quote(&run_dir.display().to_string())
+                ))
             );
         }
     }

@@ -158,6 +158,7 @@ impl BisectCmd {
         let opts = RunOptions {
             cell_timeout_s: a.opts.cell_timeout,
             matrix_shown: a.opts.matrix.shown(),
+            source_flags: a.source.flags(),
             ..Default::default()
         };
         let mut d = match Driver::open(

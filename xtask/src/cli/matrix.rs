@@ -194,6 +194,7 @@ pub fn execute(
         retries: a.retries,
         resume: a.resume.is_some(),
         matrix_shown: a.matrix.shown(),
+        source_flags: a.source.flags(),
     };
     let mut d = match Driver::open(&m, &env.root, &cache, policy, run_dir, opts, &ui)? {
         Opened::Ready(d) => d,

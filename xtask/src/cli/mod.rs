@@ -279,7 +279,7 @@ pub struct SourceArgs {
     /// A series from the mailing list by the message id of any of its
     /// messages: `b4 am` fetches it (from KMATRIX_LORE, default
     /// https://lore.kernel.org/all) and it is used as --series.
-    #[arg(long, value_name = "MSGID", conflicts_with_all = ["range", "series_dir"])]
+    #[arg(long, value_name = "MSGID", conflicts_with_all = ["range", "series_dir"], value_parser = msgid)]
     pub lore: Option<String>,
     /// What --lore fetched (set by `fetch_lore`).
     #[arg(skip)]
@@ -302,24 +302,29 @@ impl SourceArgs {
         }
     }
 
-    /// The flags again, for a reproducer command.
+    /// The flags again, for a reproducer command: each value quoted for a
+    /// shell, with a space before each flag.
     pub fn flags(&self) -> String {
-        let mut s = String::new();
+        let mut words: Vec<String> = Vec::new();
+        let mut flag = |f: &str, v: String| words.extend([f.to_string(), v]);
         if let Some(t) = &self.tree {
-            s += &format!(" --tree {}", t.display());
+            flag("--tree", t.display().to_string());
         }
         if let Some(r) = &self.range {
-            s += &format!(" --range {r}");
+            flag("--range", r.clone());
         }
         if let Some(r) = &self.rev {
-            s += &format!(" --rev {r}");
+            flag("--rev", r.clone());
         }
         match (&self.lore, &self.series_dir) {
-            (Some(id), _) => s += &format!(" --lore '{id}'"),
-            (None, Some(d)) => s += &format!(" --series {}", d.display()),
+            (Some(id), _) => flag("--lore", id.clone()),
+            (None, Some(d)) => flag("--series", d.display().to_string()),
             _ => {}
         }
-        s
+        if words.is_empty() {
+            return String::new();
+        }
+        format!(" {}", crate::util::shell_line(&words))
     }
 
     /// With --lore: fetches the series with b4 and points --series at the
@@ -576,6 +581,12 @@ pub fn finite(s: &str) -> std::result::Result<f64, String> {
     } else {
         Err(format!("`{s}` is not a finite number"))
     }
+}
+
+/// `--lore`: a message id, checked before any work (`host::lore`); the
+/// error names the id and what is wrong with it.
+fn msgid(s: &str) -> std::result::Result<String, String> {
+    crate::host::lore::msgid_of(s)
 }
 
 /// A change in percent (`--regressed-by`): finite, in matrix.toml's range

@@ -97,7 +97,8 @@ impl StepCmd {
             plan,
             state_dir,
         };
-        let flags = std::env::args().skip(2).collect::<Vec<_>>().join(" ");
+        // As given, each argument quoted for a shell.
+        let flags = crate::util::shell_line(std::env::args().skip(2));
         judge.judge_head(a.good.as_deref(), &flags, &ui::Ui::new())
     }
 }

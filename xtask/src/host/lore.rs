@@ -33,17 +33,53 @@ pub fn archive() -> String {
         .to_string()
 }
 
-/// `<id>` or `id` or a lore URL ending in the id: the bare id.
+/// `<id>` or `id` or a lore URL ending in the id: the bare id; the error
+/// names the id as given, quoted.
 pub fn clean_msgid(raw: &str) -> Result<String> {
+    msgid_of(raw).map_err(|why| anyhow::anyhow!("--lore {}: {why}", crate::util::shell_quote(raw)))
+}
+
+/// `clean_msgid`'s id, or what is wrong with it.
+pub fn msgid_of(raw: &str) -> std::result::Result<String, String> {
     let mut s = raw.trim().trim_end_matches('/');
     if s.starts_with("http://") || s.starts_with("https://") {
         s = s.rsplit('/').next().unwrap_or(s);
     }
     let s = s.trim_start_matches('<').trim_end_matches('>');
-    if s.is_empty() || !s.contains('@') || s.contains(char::is_whitespace) {
-        bail!("--lore {raw}: expected a message id like 20241202140735.56368-1-gmonaco@redhat.com");
+    match msgid_fault(s) {
+        Some(why) => Err(format!(
+            "{why}; expected a message id like 20241202140735.56368-1-gmonaco@redhat.com"
+        )),
+        None => Ok(s.to_string()),
     }
-    Ok(s.to_string())
+}
+
+/// Characters of a message id beside letters and digits: those of real
+/// ids (`CAHk-=wh...@mail.gmail.com`, `87a5...fsf@x.org`, `+` tags), none
+/// with a meaning to a shell or a path.
+const MSGID_PUNCT: &str = ".-_+=%~";
+
+/// What makes `s` no message id to fetch: `local@domain`, at most 250
+/// characters of MSGID_PUNCT, letters and digits, starting with neither
+/// `-` (an option to b4) nor `.`.
+fn msgid_fault(s: &str) -> Option<String> {
+    let bad = s
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || MSGID_PUNCT.contains(*c) || *c == '@'));
+    match s.split_once('@') {
+        _ if s.len() > 250 => Some(format!("{} characters, more than 250", s.len())),
+        _ if bad.is_some() => Some(format!(
+            "{:?} is no character of a message id",
+            bad.unwrap()
+        )),
+        _ if s.starts_with(['-', '.']) => Some("it starts with `-` or `.`".into()),
+        Some((local, domain))
+            if !local.is_empty() && !domain.is_empty() && !domain.contains('@') =>
+        {
+            None
+        }
+        _ => Some("no `local@domain`".into()),
+    }
 }
 
 /// A name for the series: the message id, with what names cannot hold
@@ -153,7 +189,40 @@ mod tests {
         ] {
             assert_eq!(clean_msgid(&raw).unwrap(), id, "{raw}");
         }
-        assert!(clean_msgid("no-at-sign").is_err());
+        // A stranger's id is data: nothing with a meaning to a shell, a
+        // path or b4's options is taken.
+        for (raw, why) in [
+            ("no-at-sign", "no `local@domain`"),
+            ("a@b@c", "no `local@domain`"),
+            ("@b", "no `local@domain`"),
+            ("a'$(touch X)'@b", "'\\'' is no character of a message id"),
+            ("a/../../x@b", "'/' is no character of a message id"),
+            ("a b@c", "' ' is no character of a message id"),
+            ("-o@b", "it starts with `-` or `.`"),
+        ] {
+            let e = clean_msgid(raw).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(": {why}; expected a message id")),
+                "{raw}: {e}"
+            );
+        }
+        // The id in the refusal is one shell word, as given.
+        let e = clean_msgid("a'$(touch X)'@b").unwrap_err().to_string();
+        let quoted = e
+            .strip_prefix("--lore ")
+            .unwrap()
+            .split(": ")
+            .next()
+            .unwrap();
+        assert_eq!(shlex::split(quoted).unwrap(), ["a'$(touch X)'@b"]);
+        let long = format!("{}@b", "a".repeat(300));
+        assert!(clean_msgid(&long)
+            .unwrap_err()
+            .to_string()
+            .contains("302 characters"));
+        for real in ["CAHk-=wh3x+Y_5@mail.gmail.com", "87a5fsf%40x@x.org", "~t@h"] {
+            assert_eq!(clean_msgid(real).unwrap(), real);
+        }
         assert_eq!(series_name(id), "20241202140735.56368-1-gmonaco-redhat.com");
     }
 }

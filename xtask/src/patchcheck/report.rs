@@ -2,7 +2,10 @@
 //! target, the patches that add warnings or checkpatch findings), then one
 //! row a patch and one column a target, then each patch's details.
 
+use maud::{html, Markup};
+
 use super::{Check, TargetBuild};
+use crate::report::html::{esc_md, page};
 
 fn cell(b: &TargetBuild, prev_ok: bool) -> String {
     if !b.ok() {
@@ -258,125 +261,122 @@ pub fn markdown(c: &Check) -> String {
 /// row a patch, one column a target; a break or new warnings marked), and
 /// each patch's findings.
 pub fn html(c: &Check) -> String {
-    use crate::report::html::{esc, esc_md, page};
-    let mut s = format!(
-        "<h1>patchcheck: {} on {}</h1><p class=meta>{}, {} ({}); checkpatch fails at <code>{}</code>.</p>",
-        esc(&c.series),
-        esc(&c.kernel),
-        counted(c.patches.len(), "patch", "patches"),
-        counted(c.targets.len(), "target", "targets"),
-        esc(&c.targets.join(", ")),
-        esc(&c.fail_on)
-    );
+    let body = html! {
+        h1 { "patchcheck: " (c.series) " on " (c.kernel) }
+        p.meta {
+            (counted(c.patches.len(), "patch", "patches")) ", "
+            (counted(c.targets.len(), "target", "targets"))
+            " (" (c.targets.join(", ")) "); checkpatch fails at " code { (c.fail_on) } "."
+        }
+        (html_answer(c))
+        (html_table(c))
+        @for p in &c.patches {
+            (html_findings(p))
+        }
+    };
+    page(&format!("kmatrix patchcheck {}", c.series), body)
+}
+
+/// The answer as a list, its code spans as `<code>`.
+fn html_answer(c: &Check) -> Markup {
     let answer = answer(c);
-    if answer.is_empty() {
-        s += "<p>Every patch builds on every target with no new warnings and no checkpatch finding at that level.</p>";
-    } else {
-        s += "<ul class=verdicts>";
-        for a in &answer {
-            s += &format!("<li>{}</li>", esc_md(a));
+    html! {
+        @if answer.is_empty() {
+            p { "Every patch builds on every target with no new warnings and no checkpatch finding at that level." }
+        } @else {
+            ul.verdicts {
+                @for a in &answer { li { (esc_md(a)) } }
+            }
         }
-        s += "</ul>";
     }
-    s += "<table><tr><th>patch</th>";
-    for t in &c.targets {
-        s += &format!("<th>{}</th>", esc(t));
+}
+
+/// The table: the base's row, then one a patch.
+fn html_table(c: &Check) -> Markup {
+    html! {
+        table {
+            tr {
+                th { "patch" }
+                @for t in &c.targets { th { (t) } }
+                th { "checkpatch E/W/C" } th { "kernel-doc new" }
+            }
+            tr {
+                td { "base" }
+                @for b in &c.base { (html_cell(b, true)) }
+                td {} td {}
+            }
+            @for p in &c.patches {
+                // Marked when bad; else no class attribute at all.
+                tr class=[c.patch_is_bad(p).then_some("bad")] {
+                    td { (p.number) " " (p.info.subject) }
+                    @for (t, b) in p.builds.iter().enumerate() {
+                        (html_cell(b, c.built_before(p, t)))
+                    }
+                    @let n = |sev: &str| p.checkpatch.iter().filter(|f| f.severity == sev).count();
+                    td.num { (n("ERROR")) "/" (n("WARNING")) "/" (n("CHECK")) }
+                    td.num { (p.kernel_doc.len()) }
+                }
+            }
+        }
     }
-    s += "<th>checkpatch E/W/C</th><th>kernel-doc new</th></tr><tr><td>base</td>";
-    for b in &c.base {
-        s += &html_cell(b, true);
-    }
-    s += "<td></td><td></td></tr>";
-    for p in &c.patches {
-        let bad = c.patch_is_bad(p);
-        s += &format!(
-            "<tr{}><td>{} {}</td>",
-            if bad { " class=bad" } else { "" },
-            p.number,
-            esc(&p.info.subject)
+}
+
+/// A patch's findings: new compiler warnings, checkpatch's and
+/// kernel-doc's; nothing without one.
+fn html_findings(p: &super::PatchCheck) -> Markup {
+    let mut items: Vec<String> = Vec::new();
+    for b in &p.builds {
+        items.extend(b.new_warnings.iter().map(|w| format!("{}: {w}", b.target)));
+        items.extend(
+            b.new_w1_warnings
+                .iter()
+                .map(|w| format!("{} (W=1): {w}", b.target)),
         );
-        for (t, b) in p.builds.iter().enumerate() {
-            let prev_ok = c.built_before(p, t);
-            s += &html_cell(b, prev_ok);
-        }
-        let n = |sev: &str| p.checkpatch.iter().filter(|f| f.severity == sev).count();
-        s += &format!(
-            "<td class=num>{}/{}/{}</td><td class=num>{}</td></tr>",
-            n("ERROR"),
-            n("WARNING"),
-            n("CHECK"),
-            p.kernel_doc.len()
-        );
     }
-    s += "</table>";
-    for p in &c.patches {
-        let mut items: Vec<String> = Vec::new();
-        for b in &p.builds {
-            items.extend(b.new_warnings.iter().map(|w| format!("{}: {w}", b.target)));
-            items.extend(
-                b.new_w1_warnings
-                    .iter()
-                    .map(|w| format!("{} (W=1): {w}", b.target)),
-            );
+    items.extend(p.checkpatch.iter().map(|f| {
+        let at = if f.location.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", f.location)
+        };
+        format!("checkpatch {}:{}: {}{at}", f.severity, f.kind, f.message)
+    }));
+    items.extend(p.kernel_doc.iter().map(|w| format!("kernel-doc: {w}")));
+    html! {
+        @if !items.is_empty() {
+            h3 { "Patch " (p.number) ": " (p.info.subject) }
+            ul.cases {
+                @for i in &items { li { (i) } }
+            }
         }
-        items.extend(p.checkpatch.iter().map(|f| {
-            let at = if f.location.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", f.location)
-            };
-            format!("checkpatch {}:{}: {}{at}", f.severity, f.kind, f.message)
-        }));
-        items.extend(p.kernel_doc.iter().map(|w| format!("kernel-doc: {w}")));
-        if items.is_empty() {
-            continue;
-        }
-        s += &format!(
-            "<h3>Patch {}: {}</h3><ul class=cases>",
-            p.number,
-            esc(&p.info.subject)
-        );
-        for i in items {
-            s += &format!("<li>{}</li>", esc(&i));
-        }
-        s += "</ul>";
     }
-    page(&format!("kmatrix patchcheck {}", c.series), &s)
 }
 
 /// A table cell of a build: its outcome (a break that is new, in the
 /// outcome's colour) or its new warnings.
-fn html_cell(b: &TargetBuild, prev_ok: bool) -> String {
-    use crate::report::html::esc;
+fn html_cell(b: &TargetBuild, prev_ok: bool) -> Markup {
     if !b.ok() {
-        let text = if b.first_error.is_empty() {
-            String::new()
-        } else {
-            format!(" {}", esc(&b.first_error))
-        };
-        let class = if prev_ok {
-            format!("o o-{}", esc(&b.outcome))
-        } else {
-            "o o-skip".into()
-        };
-        let before = if prev_ok { "" } else { " (as before)" };
-        return format!(
-            "<td><span class=\"{class}\">{}</span>{text}{before}</td>",
-            esc(&b.outcome)
-        );
-    }
-    match (b.new_warnings.len(), b.new_w1_warnings.len()) {
-        (0, 0) => "<td><span class=\"o o-pass\">ok</span></td>".into(),
-        (0, w1) => format!("<td><span class=\"o o-pass\">ok</span> {w1} new with W=1</td>"),
-        (w, w1) => format!(
-            "<td><span class=\"o o-fail\">{w} new warning{}</span>{}</td>",
-            if w == 1 { "" } else { "s" },
-            if w1 > 0 {
-                format!(" {w1} more with W=1")
-            } else {
-                String::new()
+        // A break the step before had too is grey.
+        let tone = if prev_ok { b.outcome.as_str() } else { "skip" };
+        return html! {
+            td {
+                span.o.{ "o-" (tone) } { (b.outcome) }
+                @if !b.first_error.is_empty() { " " (b.first_error) }
+                @if !prev_ok { " (as before)" }
             }
-        ),
+        };
+    }
+    let (w, w1) = (b.new_warnings.len(), b.new_w1_warnings.len());
+    html! {
+        td {
+            @if w == 0 {
+                span.o.o-pass { "ok" }
+                @if w1 > 0 { " " (w1) " new with W=1" }
+            } @else {
+                span.o.o-fail { (w) " new warning" @if w > 1 { "s" } }
+                @if w1 > 0 { " " (w1) " more with W=1" }
+            }
+        }
     }
 }
 
@@ -413,7 +413,7 @@ mod tests {
         // The HTML page's answer: code spans as <code>, no backticks.
         let page = html(&c);
         assert!(
-            page.contains("first broken by patch 3 &quot;seccomp: a change that only 32-bit x86 does not build&quot;: <code>kernel/seccomp.o: in function `seccomp_do_user_notification&#39;: undefined reference to `__udivdi3&#39;</code>"),
+            page.contains("first broken by patch 3 &quot;seccomp: a change that only 32-bit x86 does not build&quot;: <code>kernel/seccomp.o: in function `seccomp_do_user_notification': undefined reference to `__udivdi3'</code>"),
             "{page}"
         );
     }

@@ -7,12 +7,15 @@
 //! metric with every sample of every variant drawn, grouped per boot, with
 //! the median and its 95% CI, and the cells not as expected with evidence.
 //!
-//! The SVG is written by hand: a strip plot is a few dozen lines of
-//! circles and rectangles, and a plotting crate (plotters) would add a
+//! The HTML and the SVG are maud templates (`html!`): their tags are
+//! checked when compiled, and every text and attribute value spliced in is
+//! escaped. The plots are drawn by hand: a strip plot is a few dozen lines
+//! of circles and rectangles, and a plotting crate (plotters) would add a
 //! font stack and many dependencies for no better picture.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write;
+
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 use super::{ci_pct, fixed, pct};
 use crate::schema::{
@@ -26,30 +29,20 @@ use crate::stats::location::{median, summarize};
 /// medians, CIs and ticks are of all the samples.
 pub const MAX_DOTS: usize = 2000;
 
-/// Text for HTML and SVG text nodes and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
+/// A piece of a line written for markdown: plain text, or the inside of a
+/// code span.
+enum Piece<'a> {
+    Text(&'a str),
+    Code(&'a str),
 }
 
-/// A line written for markdown (code spans in backticks, as
-/// util::md_code makes them) as HTML: each span a `<code>`, the rest
-/// escaped. An unclosed run of backticks stays as text.
-pub fn esc_md(s: &str) -> String {
-    let mut o = String::new();
+/// A markdown line's code spans (in backticks, as util::md_code makes
+/// them) and the text around them. An unclosed run of backticks is text.
+fn pieces(s: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
     let mut rest = s;
     while let Some(i) = rest.find('`') {
-        o += &esc(&rest[..i]);
+        out.push(Piece::Text(&rest[..i]));
         let tick = rest[i..].len() - rest[i..].trim_start_matches('`').len();
         let fence = &rest[i..i + tick];
         let body = &rest[i + tick..];
@@ -66,24 +59,46 @@ pub fn esc_md(s: &str) -> String {
                     (Some(c), true) if c.len() > 1 => &c[..c.len() - 1],
                     _ => code,
                 };
-                o += &format!("<code>{}</code>", esc(code));
+                out.push(Piece::Code(code));
                 rest = &body[j + tick..];
             }
             None => {
-                o += &esc(fence);
+                out.push(Piece::Text(fence));
                 rest = body;
             }
         }
     }
-    o + &esc(rest)
+    out.push(Piece::Text(rest));
+    out
+}
+
+/// A line written for markdown as HTML: each code span a `<code>`.
+pub fn esc_md(s: &str) -> Markup {
+    html! {
+        @for piece in pieces(s) {
+            @match piece {
+                Piece::Text(t) => (t),
+                Piece::Code(c) => code { (c) },
+            }
+        }
+    }
 }
 
 /// A self-contained page with the report's style: `body` inside.
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>\n",
-        esc(title)
-    )
+pub fn page(title: &str, body: Markup) -> String {
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) }
+                // CSS as it is: a style element's text is not HTML.
+                style { (PreEscaped(STYLE)) }
+            }
+            body { (body) }
+        }
+    };
+    page.into_string() + "\n"
 }
 
 const STYLE: &str = r#"
@@ -114,70 +129,66 @@ pre { background: #f6f8fa; padding: 8px; font-size: 12px; overflow-x: auto; max-
 ul.cases { margin: 4px 0 0 0; padding-left: 18px; }
 "#;
 
-fn outcome(o: Outcome) -> String {
-    format!(r#"<span class="o o-{0}">{0}</span>"#, o.as_str())
+/// An outcome's badge.
+fn outcome(o: Outcome) -> Markup {
+    html! { span.o.{ "o-" (o.as_str()) } { (o.as_str()) } }
 }
 
-fn verdict(c: &Comparison) -> String {
+/// A comparison's verdict badge and, when it has one, its reason.
+fn verdict(c: &Comparison) -> Markup {
     // Styled here, not in STYLE: a page without such a comparison is
     // the same as before the verdict existed.
-    let style = match c.verdict {
-        Verdict::CannotCompare => r#" style="background: #eaeef2; color: #1d2126""#,
-        _ => "",
-    };
-    // Why: a `cannot-compare`'s reason, or the layout bound a significant
-    // change stayed inside.
-    let why = c.reason.as_ref().map_or(String::new(), |r| {
-        format!(" <span class=meta>{}</span>", esc(r))
-    });
-    format!(
-        r#"<span class="v v-{}"{style}>{}</span>{why}"#,
-        c.verdict.as_str(),
-        esc(c.verdict.describe())
-    )
+    let style =
+        (c.verdict == Verdict::CannotCompare).then_some("background: #eaeef2; color: #1d2126");
+    html! {
+        span.v.{ "v-" (c.verdict.as_str()) } style=[style] { (c.verdict.describe()) }
+        // Why: a `cannot-compare`'s reason, or the layout bound a
+        // significant change stayed inside.
+        @if let Some(r) = &c.reason {
+            " " span.meta { (r) }
+        }
+    }
 }
 
-fn test_cell(t: &TestResult) -> String {
-    let mut s = outcome(t.outcome);
-    if !t.cases.is_empty() {
-        let pass = t
-            .cases
-            .iter()
-            .filter(|c| c.outcome == Outcome::Pass)
-            .count();
-        let _ = write!(s, " {pass}/{} pass", t.cases.len());
-    }
-    if let Some(d) = t.duration_s {
-        let _ = write!(s, " <span class=meta>({d:.1}s)</span>");
-    }
-    if let Some(r) = &t.reason {
-        let _ = write!(s, "<br><span class=meta>{}</span>", esc(r));
-    }
+/// A test's cell of the cells table: outcome, cases passed, duration,
+/// reason and the cases not passing.
+fn test_cell(t: &TestResult) -> Markup {
+    let pass = t
+        .cases
+        .iter()
+        .filter(|c| c.outcome == Outcome::Pass)
+        .count();
     let odd: Vec<_> = t
         .cases
         .iter()
         .filter(|c| c.outcome != Outcome::Pass)
         .collect();
-    if !odd.is_empty() {
-        let _ = write!(
-            s,
-            "<details><summary>{} not passing</summary><ul class=cases>",
-            odd.len()
-        );
-        for c in odd {
-            let _ = write!(
-                s,
-                "<li>{} {}{}</li>",
-                outcome(c.outcome),
-                esc(&c.name),
-                c.reason
-                    .as_ref()
-                    .map_or(String::new(), |r| format!(": {}", esc(r)))
-            );
+    html! {
+        (outcome(t.outcome))
+        @if !t.cases.is_empty() {
+            (format!(" {pass}/{} pass", t.cases.len()))
         }
-        s += "</ul></details>";
+        @if let Some(d) = t.duration_s {
+            " " span.meta { (format!("({d:.1}s)")) }
+        }
+        @if let Some(r) = &t.reason {
+            br;
+            span.meta { (r) }
+        }
+        @if !odd.is_empty() {
+            details {
+                summary { (odd.len()) " not passing" }
+                ul.cases {
+                    @for c in &odd {
+                        li {
+                            (outcome(c.outcome)) " " (c.name)
+                            @if let Some(r) = &c.reason { ": " (r) }
+                        }
+                    }
+                }
+            }
+        }
     }
-    s
 }
 
 /// 4-9 round tick values covering [lo, hi].
@@ -205,6 +216,11 @@ fn fmt_tick(v: f64) -> String {
     } else {
         format!("{v:.1}")
     }
+}
+
+/// A coordinate or length in SVG user units, to one decimal.
+fn d1(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 /// Deterministic jitter in [-1, 1] for sample `i` (a spread of dots, the
@@ -271,11 +287,11 @@ impl Axis {
 
 /// One lane per (label, metric): every sample a dot, one row per boot with
 /// that boot's median as a tick; the lane's median as a line and its 95%
-/// CI as a band.
-pub fn strip_svg(lanes: &[(String, &Metric)], cis: &MedianCis) -> String {
+/// CI as a band. Nothing without a finite sample.
+pub fn strip_svg(lanes: &[(String, &Metric)], cis: &MedianCis) -> Markup {
     use strip::{GAP, ROW, TOP, W};
     let Some(ax) = Axis::of(lanes) else {
-        return String::new();
+        return Markup::default();
     };
     let heights: Vec<f64> = lanes
         .iter()
@@ -283,54 +299,52 @@ pub fn strip_svg(lanes: &[(String, &Metric)], cis: &MedianCis) -> String {
         .collect();
     let plot_h: f64 = heights.iter().sum::<f64>() + GAP * lanes.len() as f64;
     let h = TOP + plot_h + 34.0;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {W} {h}" style="max-width: {W}px" font-family="system-ui, sans-serif" font-size="12">"#
-    );
-    let unit = lanes.first().map_or("", |(_, m)| m.unit.as_str());
-    strip_axis(&mut s, &ax, TOP + plot_h, unit);
     let mut y0 = TOP;
+    let placed: Vec<Lane> = lanes
+        .iter()
+        .zip(&heights)
+        .map(|((label, m), &lane_h)| {
+            let lane = Lane {
+                label,
+                m,
+                y0,
+                h: lane_h,
+            };
+            y0 += lane_h + GAP;
+            lane
+        })
+        .collect();
+    let unit = lanes.first().map_or("", |(_, m)| m.unit.as_str());
     // Dots are numbered across the whole plot, so the jitter never repeats.
     let mut k = 0usize;
-    for ((label, m), lane_h) in lanes.iter().zip(&heights) {
-        let lane = Lane {
-            label,
-            m,
-            y0,
-            h: *lane_h,
-        };
-        strip_lane(&mut s, &ax, &lane, cis, &mut k);
-        y0 += lane_h + GAP;
+    html! {
+        svg.plot xmlns="http://www.w3.org/2000/svg" width="100%"
+            viewBox={ "0 0 " (W) " " (h) } style={ "max-width: " (W) "px" }
+            font-family="system-ui, sans-serif" font-size="12" {
+            (strip_axis(&ax, TOP + plot_h, unit))
+            @for lane in &placed {
+                (strip_lane(&ax, lane, cis, &mut k))
+            }
+        }
     }
-    s += "</svg>";
-    s
 }
 
 /// The grid, the value axis at `axis_y` with its ticks, and the unit.
-fn strip_axis(s: &mut String, ax: &Axis, axis_y: f64, unit: &str) {
+fn strip_axis(ax: &Axis, axis_y: f64, unit: &str) -> Markup {
     use strip::{LEFT, RIGHT, TOP, W};
-    for t in ticks(ax.lo, ax.hi) {
-        let tx = ax.x(t);
-        let _ = write!(
-            s,
-            r##"<line x1="{tx:.1}" y1="{TOP}" x2="{tx:.1}" y2="{axis_y}" stroke="#eaeef2"/><text x="{tx:.1}" y="{:.1}" text-anchor="middle" fill="#57606a">{}</text>"##,
-            axis_y + 16.0,
-            fmt_tick(t)
-        );
+    html! {
+        @for t in ticks(ax.lo, ax.hi) {
+            @let tx = d1(ax.x(t));
+            line x1=(tx) y1=(TOP) x2=(tx) y2=(axis_y) stroke="#eaeef2" {}
+            text x=(tx) y=(d1(axis_y + 16.0)) text-anchor="middle" fill="#57606a" {
+                (fmt_tick(t))
+            }
+        }
+        line x1=(LEFT) y1=(axis_y) x2=(d1(W - RIGHT)) y2=(axis_y) stroke="#57606a" {}
+        text x=(d1(W - RIGHT)) y=(d1(axis_y + 30.0)) text-anchor="end" fill="#57606a" {
+            (unit)
+        }
     }
-    let _ = write!(
-        s,
-        r##"<line x1="{LEFT}" y1="{axis_y}" x2="{:.1}" y2="{axis_y}" stroke="#57606a"/>"##,
-        W - RIGHT
-    );
-    let _ = write!(
-        s,
-        r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">{}</text>"##,
-        W - RIGHT,
-        axis_y + 30.0,
-        esc(unit)
-    );
 }
 
 /// A lane of a strip plot: its label (name, then details after a line
@@ -343,45 +357,44 @@ struct Lane<'a> {
 }
 
 /// One lane: the median and its CI behind, the label, then a row per
-/// boot.
-fn strip_lane(s: &mut String, ax: &Axis, lane: &Lane, cis: &MedianCis, k: &mut usize) {
+/// boot (its dots numbered from `k` on).
+fn strip_lane(ax: &Axis, lane: &Lane, cis: &MedianCis, k: &mut usize) -> Markup {
     use strip::ROW;
-    let Lane { label, m, y0, h } = *lane;
-    // The lane's median and CI (boots resampled when several).
-    if let Some(sum) = summarize(&m.samples) {
-        if let Some((clo, chi)) = cis.get(m, &sum) {
-            let _ = write!(
-                s,
-                r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#fb8500" fill-opacity="0.16" stroke="#fb8500" stroke-opacity="0.5"><title>95% CI of the median: [{clo:.3}, {chi:.3}]</title></rect>"##,
-                ax.x(clo),
-                y0 - 3.0,
-                (ax.x(chi) - ax.x(clo)).max(1.0),
-                h + 6.0
-            );
-        }
-        let mx = ax.x(sum.median);
-        let _ = write!(
-            s,
-            r##"<line x1="{mx:.1}" y1="{:.1}" x2="{mx:.1}" y2="{:.1}" stroke="#c2410c" stroke-width="2.5"><title>median {:.3}</title></line>"##,
-            y0 - 3.0,
-            y0 + h + 3.0,
-            sum.median
-        );
-    }
+    let Lane { label, m, y0, .. } = *lane;
     let (name, detail) = label.split_once('\n').unwrap_or((label, ""));
-    let _ = write!(
-        s,
-        r##"<text x="8" y="{:.1}" font-weight="600" fill="#1d2126">{}</text><text x="8" y="{:.1}" fill="#57606a">{}</text>"##,
-        y0 + 13.0,
-        esc(name),
-        y0 + 29.0,
-        esc(detail)
-    );
     let boots = m.by_boot();
     let every = thinning(m.samples.len());
-    for (b, samples) in boots.iter().enumerate() {
-        let cy = y0 + ROW * (b as f64 + 0.5);
-        strip_boot(s, ax, (b, boots.len()), samples, cy, every, k);
+    html! {
+        (lane_median(ax, lane, cis))
+        text x="8" y=(d1(y0 + 13.0)) font-weight="600" fill="#1d2126" { (name) }
+        text x="8" y=(d1(y0 + 29.0)) fill="#57606a" { (detail) }
+        @for (b, samples) in boots.iter().enumerate() {
+            @let cy = y0 + ROW * (b as f64 + 0.5);
+            (strip_boot(ax, (b, boots.len()), samples, cy, every, k))
+        }
+    }
+}
+
+/// A lane's median as a line and its 95% CI as a band (boots resampled
+/// when several); nothing without a finite sample.
+fn lane_median(ax: &Axis, lane: &Lane, cis: &MedianCis) -> Markup {
+    let Lane { m, y0, h, .. } = *lane;
+    let Some(sum) = summarize(&m.samples) else {
+        return Markup::default();
+    };
+    let mx = d1(ax.x(sum.median));
+    html! {
+        @if let Some((clo, chi)) = cis.get(m, &sum) {
+            rect x=(d1(ax.x(clo))) y=(d1(y0 - 3.0))
+                width=(d1((ax.x(chi) - ax.x(clo)).max(1.0))) height=(d1(h + 6.0))
+                fill="#fb8500" fill-opacity="0.16" stroke="#fb8500" stroke-opacity="0.5" {
+                title { (format!("95% CI of the median: [{clo:.3}, {chi:.3}]")) }
+            }
+        }
+        line x1=(mx) y1=(d1(y0 - 3.0)) x2=(mx) y2=(d1(y0 + h + 3.0))
+            stroke="#c2410c" stroke-width="2.5" {
+            title { (format!("median {:.3}", sum.median)) }
+        }
     }
 }
 
@@ -394,14 +407,13 @@ fn thinning(n: usize) -> usize {
 /// (every `every`-th; numbered from `k` for the jitter) and its median as
 /// a tick.
 fn strip_boot(
-    s: &mut String,
     ax: &Axis,
     (b, n): (usize, usize),
     samples: &[f64],
     cy: f64,
     every: usize,
     k: &mut usize,
-) {
+) -> Markup {
     use strip::{LEFT, ROW};
     let colour = BOOT_COLOURS[b % BOOT_COLOURS.len()];
     let drawn = if every > 1 {
@@ -409,54 +421,47 @@ fn strip_boot(
     } else {
         String::new()
     };
-    if n > 1 {
-        let _ = write!(
-            s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="{colour}">boot {} (n={}{drawn})</text>"##,
-            LEFT - 8.0,
-            cy + 4.0,
-            b + 1,
-            samples.len()
-        );
+    // A lone boot is not named, and not coloured.
+    let (label, fill) = if n > 1 {
+        (
+            format!("boot {} (n={}{drawn})", b + 1, samples.len()),
+            colour,
+        )
     } else {
-        let _ = write!(
-            s,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#57606a">n={}{drawn}</text>"##,
-            LEFT - 8.0,
-            cy + 4.0,
-            samples.len()
-        );
-    }
-    for v in samples.iter().step_by(every).filter(|v| v.is_finite()) {
-        let _ = write!(
-            s,
-            r##"<circle cx="{:.1}" cy="{:.1}" r="2.4" fill="{colour}" fill-opacity="0.5"/>"##,
-            ax.x(*v),
-            cy + jitter(*k) * ROW * 0.3
-        );
-        *k += 1;
-    }
+        (format!("n={}{drawn}", samples.len()), "#57606a")
+    };
+    let dots: Vec<f64> = samples
+        .iter()
+        .step_by(every)
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    let first = *k;
+    *k += dots.len();
     let mid = median(samples);
-    if mid.is_finite() {
-        let bx = ax.x(mid);
-        let _ = write!(
-            s,
-            r##"<line x1="{bx:.1}" y1="{:.1}" x2="{bx:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2"/>"##,
-            cy - ROW * 0.42,
-            cy + ROW * 0.42
-        );
+    html! {
+        text x=(d1(LEFT - 8.0)) y=(d1(cy + 4.0)) text-anchor="end" fill=(fill) { (label) }
+        @for (i, v) in dots.iter().enumerate() {
+            circle cx=(d1(ax.x(*v))) cy=(d1(cy + jitter(first + i) * ROW * 0.3)) r="2.4"
+                fill=(colour) fill-opacity="0.5" {}
+        }
+        @if mid.is_finite() {
+            @let bx = d1(ax.x(mid));
+            line x1=(bx) y1=(d1(cy - ROW * 0.42)) x2=(bx) y2=(d1(cy + ROW * 0.42))
+                stroke=(colour) stroke-width="2" {}
+        }
     }
 }
 
 /// A comparison's change and CI against zero and +-min effect; nothing
 /// for one without (`cannot-compare`).
-fn interval_svg(c: &Comparison, span: f64) -> String {
+fn interval_svg(c: &Comparison, span: f64) -> Markup {
     const W: f64 = 130.0;
     if ![c.pct_change, c.ci95_lo, c.ci95_hi, c.min_effect_pct]
         .iter()
         .all(|v| v.is_finite())
     {
-        return String::new();
+        return Markup::default();
     }
     let x = |v: f64| W / 2.0 + v.clamp(-span, span) / span * (W / 2.0 - 6.0);
     let colour = match c.verdict.as_str() {
@@ -465,23 +470,26 @@ fn interval_svg(c: &Comparison, span: f64) -> String {
         "no-change" => "#0969da",
         _ => "#9a6700",
     };
-    format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="18" viewBox="0 0 {W} 18"><rect x="{:.1}" y="2" width="{:.1}" height="14" fill="#eaeef2"/><line x1="{:.1}" y1="0" x2="{:.1}" y2="18" stroke="#57606a"/><line x1="{:.1}" y1="9" x2="{:.1}" y2="9" stroke="{colour}" stroke-width="3"/><circle cx="{:.1}" cy="9" r="4" fill="{colour}"/><title>change {:+.1}%, 95% CI [{:+.1}%, {:+.1}%]; shaded: within ±{}%</title></svg>"##,
-        x(-c.min_effect_pct),
-        x(c.min_effect_pct) - x(-c.min_effect_pct),
-        x(0.0),
-        x(0.0),
-        x(c.ci95_lo),
-        x(c.ci95_hi),
-        x(c.pct_change),
-        c.pct_change,
-        c.ci95_lo,
-        c.ci95_hi,
-        c.min_effect_pct
-    )
+    let band = (x(-c.min_effect_pct), x(c.min_effect_pct));
+    let title = format!(
+        "change {:+.1}%, 95% CI [{:+.1}%, {:+.1}%]; shaded: within ±{}%",
+        c.pct_change, c.ci95_lo, c.ci95_hi, c.min_effect_pct
+    );
+    html! {
+        svg xmlns="http://www.w3.org/2000/svg" width=(W) height="18" viewBox={ "0 0 " (W) " 18" } {
+            rect x=(d1(band.0)) y="2" width=(d1(band.1 - band.0)) height="14" fill="#eaeef2" {}
+            line x1=(d1(x(0.0))) y1="0" x2=(d1(x(0.0))) y2="18" stroke="#57606a" {}
+            line x1=(d1(x(c.ci95_lo))) y1="9" x2=(d1(x(c.ci95_hi))) y2="9"
+                stroke=(colour) stroke-width="3" {}
+            circle cx=(d1(x(c.pct_change))) cy="9" r="4" fill=(colour) {}
+            title { (title) }
+        }
+    }
 }
 
-fn comparison_sentence(c: &Comparison) -> String {
+/// A comparison in a sentence: verdict, what against what, the medians
+/// and, when computed, the change, its CI and p.
+fn comparison_sentence(c: &Comparison) -> Markup {
     let against = match c.kind {
         ComparisonKind::Variants => format!("{} vs {}", c.new_cell, c.base_cell),
         ComparisonKind::Within => {
@@ -494,27 +502,23 @@ fn comparison_sentence(c: &Comparison) -> String {
             )
         }
     };
-    if c.verdict == Verdict::CannotCompare {
-        return format!(
-            "{} {}: median {} → {} {}",
-            verdict(c),
-            esc(&against),
-            fixed(c.median_base, 3),
-            fixed(c.median_new, 3),
-            esc(&c.unit),
-        );
-    }
-    format!(
-        "{} {}: median {} → {} {} ({}, 95% CI {}, p={})",
-        verdict(c),
-        esc(&against),
+    let medians = format!(
+        "median {} → {} {}",
         fixed(c.median_base, 3),
         fixed(c.median_new, 3),
-        esc(&c.unit),
-        pct(c.pct_change, 1),
-        ci_pct(c.ci95_lo, c.ci95_hi),
-        fixed(c.p_value, 4)
-    )
+        c.unit
+    );
+    html! {
+        (verdict(c)) " " (against) ": " (medians)
+        @if c.verdict != Verdict::CannotCompare {
+            (format!(
+                " ({}, 95% CI {}, p={})",
+                pct(c.pct_change, 1),
+                ci_pct(c.ci95_lo, c.ci95_hi),
+                fixed(c.p_value, 4)
+            ))
+        }
+    }
 }
 
 fn group_of(c: &CellResult) -> String {
@@ -524,61 +528,60 @@ fn group_of(c: &CellResult) -> String {
 /// The report; `cis` gives the metrics' median CIs (and gives up on them
 /// when the caller is interrupted).
 pub fn html(run: &Run, cis: &MedianCis) -> String {
-    let mut s = head(run);
-    answer(&mut s, run);
-    cells_table(&mut s, run);
-    if !run.comparisons.is_empty() {
-        comparisons_table(&mut s, &run.comparisons);
-    }
-    metrics(&mut s, run, cis);
-    not_as_expected(&mut s, run);
-    s += "</body></html>\n";
-    s
+    let body = html! {
+        (heading(run))
+        (answer(run))
+        (cells_table(run))
+        @if !run.comparisons.is_empty() {
+            (comparisons_table(&run.comparisons))
+        }
+        (metrics(run, cis))
+        (not_as_expected(run))
+    };
+    page(&format!("kmatrix run {}", run.started), body)
 }
 
-/// The document's head and the run's one-line description.
-fn head(run: &Run) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>kmatrix run {}</title><style>{STYLE}</style></head><body>",
-        esc(&run.started)
-    );
+/// The run's title and one-line description.
+fn heading(run: &Run) -> Markup {
     let n_bad = run.cells.iter().filter(|c| !c.as_expected).count();
-    let _ = write!(
-        s,
-        "<h1>kmatrix run {}</h1><p class=meta>{} cells, {} not as expected; {} comparisons. Host {} ({} CPUs, {}), {}; matrix {}.</p>",
-        esc(&run.started),
-        run.cells.len(),
-        n_bad,
-        run.comparisons.len(),
-        esc(&run.host.hostname),
-        run.host.cpus,
-        esc(&run.host.kernel),
-        esc(&run.host.qemu),
-        esc(&run.matrix)
-    );
-    s
+    let h = &run.host;
+    html! {
+        h1 { "kmatrix run " (run.started) }
+        p.meta {
+            (format!(
+                "{} cells, {} not as expected; {} comparisons. Host {} ({} CPUs, {}), {}; matrix {}.",
+                run.cells.len(),
+                n_bad,
+                run.comparisons.len(),
+                h.hostname,
+                h.cpus,
+                h.kernel,
+                h.qemu,
+                run.matrix
+            ))
+        }
+    }
 }
 
 /// What each series did, before any table (`report::answer`).
-fn answer(s: &mut String, run: &Run) {
-    *s += "<h2>The answer</h2>";
+fn answer(run: &Run) -> Markup {
     let said = super::answer::answer(run);
-    if said.is_empty() {
-        let _ = write!(s, "<p>{}</p>", esc(super::answer::NO_SERIES));
-    }
-    for g in said {
-        let _ = write!(s, "<p><b>{}</b></p><ul>", esc(&g.title));
-        for i in g.items {
-            let _ = write!(s, "<li>{}</li>", esc(&i));
+    html! {
+        h2 { "The answer" }
+        @if said.is_empty() {
+            p { (super::answer::NO_SERIES) }
         }
-        *s += "</ul>";
+        @for g in &said {
+            p { b { (g.title) } }
+            ul {
+                @for i in &g.items { li { (i) } }
+            }
+        }
     }
 }
 
 /// Cells x tests: outcome, expectation, accel, each test, build and boot.
-fn cells_table(s: &mut String, run: &Run) {
+fn cells_table(run: &Run) -> Markup {
     let mut tests: Vec<&str> = Vec::new();
     for c in &run.cells {
         for t in &c.tests {
@@ -587,51 +590,54 @@ fn cells_table(s: &mut String, run: &Run) {
             }
         }
     }
-    *s +=
-        "<h2>Cells</h2><table><tr><th>cell</th><th>outcome</th><th>as expected</th><th>accel</th>";
-    for t in &tests {
-        let _ = write!(s, "<th>{}</th>", esc(t));
-    }
-    *s += "<th>build</th><th>boot (wall)</th></tr>";
-    for c in &run.cells {
-        let _ = write!(
-            s,
-            "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-            if c.as_expected { "" } else { " class=bad" },
-            esc(&c.id),
-            outcome(c.outcome),
-            if c.as_expected {
-                "yes".to_string()
-            } else {
-                "<span class=no>NO</span>".to_string()
-            },
-            esc(&c.accel)
-        );
-        for t in &tests {
-            let v = c
-                .tests
-                .iter()
-                .find(|x| x.name == *t)
-                .map_or("-".to_string(), test_cell);
-            let _ = write!(s, "<td>{v}</td>");
+    html! {
+        h2 { "Cells" }
+        table {
+            tr {
+                th { "cell" } th { "outcome" } th { "as expected" } th { "accel" }
+                @for t in &tests { th { (t) } }
+                th { "build" } th { "boot (wall)" }
+            }
+            @for c in &run.cells {
+                (cell_row(c, &tests))
+            }
         }
-        let build = if c.timings.build_cached {
-            "cached".to_string()
-        } else {
-            format!("{:.0}s", c.timings.build_s)
-        };
-        let _ = write!(
-            s,
-            "<td class=num>{build}</td><td class=num>{:.1}s</td></tr>",
-            c.timings.boot_s
-        );
     }
-    *s += "</table>";
+}
+
+/// A cell's row of the cells table, one column a test of `tests`.
+fn cell_row(c: &CellResult, tests: &[&str]) -> Markup {
+    let build = if c.timings.build_cached {
+        "cached".to_string()
+    } else {
+        format!("{:.0}s", c.timings.build_s)
+    };
+    html! {
+        // Marked when not as expected; else no class attribute at all.
+        tr class=[(!c.as_expected).then_some("bad")] {
+            td { (c.id) }
+            td { (outcome(c.outcome)) }
+            td {
+                @if c.as_expected { "yes" } @else { span.no { "NO" } }
+            }
+            td { (c.accel) }
+            @for t in tests {
+                td {
+                    @match c.tests.iter().find(|x| x.name == *t) {
+                        Some(r) => (test_cell(r)),
+                        None => "-",
+                    }
+                }
+            }
+            td.num { (build) }
+            td.num { (format!("{:.1}s", c.timings.boot_s)) }
+        }
+    }
 }
 
 /// Every comparison: verdict, medians, change with its CI drawn against
 /// zero and the minimum effect, p and boots.
-fn comparisons_table(s: &mut String, comparisons: &[Comparison]) {
+fn comparisons_table(comparisons: &[Comparison]) -> Markup {
     let span = comparisons
         .iter()
         .map(|c| {
@@ -643,39 +649,53 @@ fn comparisons_table(s: &mut String, comparisons: &[Comparison]) {
         .filter(|v| v.is_finite())
         .fold(10.0f64, f64::max)
         .min(100.0);
-    let _ = write!(
-        s,
-        "<h2>Comparisons</h2><p class=meta>Change of the median, new vs base, with the bootstrap 95% CI (boots resampled when several); the shaded band is ±min_effect_pct, the axis spans ±{span:.0}%.</p><table><tr><th>new cell</th><th>metric</th><th>vs base</th><th>verdict</th><th>median base → new</th><th>change [95% CI]</th><th></th><th>p (boots)</th></tr>"
-    );
-    for c in comparisons {
-        let base = match c.kind {
-            ComparisonKind::Within => format!("{} (same cell{})", c.base_metric, c.split_note()),
-            ComparisonKind::Variants => c.base_cell.clone(),
-        };
-        let _ = write!(
-            s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=num>{} → {} {}</td><td class=num>{} {}</td><td>{}</td><td class=num>{}<br><span class=meta>{} vs {}</span></td></tr>",
-            esc(&c.new_cell),
-            esc(&c.new_metric),
-            esc(&base),
-            verdict(c),
-            fixed(c.median_base, 3),
-            fixed(c.median_new, 3),
-            esc(&c.unit),
-            pct(c.pct_change, 1),
-            ci_pct(c.ci95_lo, c.ci95_hi),
-            interval_svg(c, span),
-            fixed(c.p_value, 4),
-            c.boots_base,
-            c.boots_new,
-        );
+    html! {
+        h2 { "Comparisons" }
+        p.meta {
+            (format!("Change of the median, new vs base, with the bootstrap 95% CI (boots resampled when several); the shaded band is ±min_effect_pct, the axis spans ±{span:.0}%."))
+        }
+        table {
+            tr {
+                th { "new cell" } th { "metric" } th { "vs base" } th { "verdict" }
+                th { "median base → new" } th { "change [95% CI]" } th {} th { "p (boots)" }
+            }
+            @for c in comparisons {
+                (comparison_row(c, span))
+            }
+        }
     }
-    *s += "</table>";
+}
+
+/// A comparison's row of the comparisons table; its interval plot's axis
+/// spans ±`span`%.
+fn comparison_row(c: &Comparison, span: f64) -> Markup {
+    let base = match c.kind {
+        ComparisonKind::Within => format!("{} (same cell{})", c.base_metric, c.split_note()),
+        ComparisonKind::Variants => c.base_cell.clone(),
+    };
+    html! {
+        tr {
+            td { (c.new_cell) }
+            td { (c.new_metric) }
+            td { (base) }
+            td { (verdict(c)) }
+            td.num {
+                (fixed(c.median_base, 3)) " → " (fixed(c.median_new, 3)) " " (c.unit)
+            }
+            td.num { (pct(c.pct_change, 1)) " " (ci_pct(c.ci95_lo, c.ci95_hi)) }
+            td { (interval_svg(c, span)) }
+            td.num {
+                (fixed(c.p_value, 4))
+                br;
+                span.meta { (c.boots_base) " vs " (c.boots_new) }
+            }
+        }
+    }
 }
 
 /// One strip plot per kernel/arch/config and metric, variants side by
 /// side, each with the comparisons that name it.
-fn metrics(s: &mut String, run: &Run, cis: &MedianCis) {
+fn metrics(run: &Run, cis: &MedianCis) -> Markup {
     let mut groups: Vec<(String, String)> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
     for c in &run.cells {
@@ -685,21 +705,6 @@ fn metrics(s: &mut String, run: &Run, cis: &MedianCis) {
                 groups.push(key);
             }
         }
-    }
-    if !groups.is_empty() {
-        *s += "<h2>Metrics</h2><p class=meta>Every sample is a dot, one row per boot (colour = boot, tick = that boot's median); the orange line is the median of all samples and the band its 95% CI (resampling boots, then samples).";
-        let thinned = run
-            .cells
-            .iter()
-            .flat_map(|c| &c.metrics)
-            .any(|m| m.samples.len() > MAX_DOTS);
-        if thinned {
-            let _ = write!(
-                s,
-                " A metric of more than {MAX_DOTS} samples in a cell is drawn thinned: every k-th sample of each boot, as the boot's label says; its medians, ticks and CI are of all its samples."
-            );
-        }
-        *s += "</p>";
     }
     // Each group's members, found once: (cell, metric) in cell order.
     let mut members: HashMap<(String, &str), Vec<(&CellResult, &Metric)>> = HashMap::new();
@@ -717,24 +722,45 @@ fn metrics(s: &mut String, run: &Run, cis: &MedianCis) {
     for (i, c) in run.comparisons.iter().enumerate() {
         by_cell.entry(c.new_cell.as_str()).or_default().push((i, c));
     }
-    for (group, name) in &groups {
-        let ms = members
-            .get(&(group.clone(), name.as_str()))
-            .map_or(&[][..], Vec::as_slice);
-        metric_group(s, ms, &by_cell, (group, name), cis);
+    html! {
+        @if !groups.is_empty() {
+            (metrics_intro(run))
+        }
+        @for (group, name) in &groups {
+            @let ms = members
+                .get(&(group.clone(), name.as_str()))
+                .map_or(&[][..], Vec::as_slice);
+            (metric_group(ms, &by_cell, (group, name), cis))
+        }
+    }
+}
+
+/// The metrics' heading and how to read their plots.
+fn metrics_intro(run: &Run) -> Markup {
+    let thinned = run
+        .cells
+        .iter()
+        .flat_map(|c| &c.metrics)
+        .any(|m| m.samples.len() > MAX_DOTS);
+    html! {
+        h2 { "Metrics" }
+        p.meta {
+            "Every sample is a dot, one row per boot (colour = boot, tick = that boot's median); the orange line is the median of all samples and the band its 95% CI (resampling boots, then samples)."
+            @if thinned {
+                (format!(" A metric of more than {MAX_DOTS} samples in a cell is drawn thinned: every k-th sample of each boot, as the boot's label says; its medians, ticks and CI are of all its samples."))
+            }
+        }
     }
 }
 
 /// One metric of one kernel/arch/config: its heading, skips, plot and
 /// verdicts.
 fn metric_group(
-    s: &mut String,
     members: &[(&CellResult, &Metric)],
     by_cell: &HashMap<&str, Vec<(usize, &Comparison)>>,
     (group, name): (&str, &str),
     cis: &MedianCis,
-) {
-    let _ = write!(s, "<h3>{} — {}</h3>", esc(name), esc(group));
+) -> Markup {
     let lanes: Vec<(String, &Metric)> = members
         .iter()
         .filter(|(_, m)| m.skip.is_none() && !m.samples.is_empty())
@@ -749,17 +775,6 @@ fn metric_group(
             (format!("{}\n{med}", c.variant), *m)
         })
         .collect();
-    for (c, m) in members {
-        if let Some(why) = &m.skip {
-            let _ = write!(
-                s,
-                "<p class=meta>{}: skipped: {}</p>",
-                esc(&c.variant),
-                esc(why)
-            );
-        }
-    }
-    *s += &strip_svg(&lanes, cis);
     // The comparisons of the members' cells that name this metric, in the
     // run's order.
     let mut related: Vec<(usize, &Comparison)> = members
@@ -770,41 +785,45 @@ fn metric_group(
         .collect();
     related.sort_by_key(|(i, _)| *i);
     related.dedup_by_key(|(i, _)| *i);
-    if !related.is_empty() {
-        *s += "<ul class=verdicts>";
-        for (_, c) in related {
-            let _ = write!(s, "<li>{}</li>", comparison_sentence(c));
+    html! {
+        h3 { (name) " — " (group) }
+        @for (c, m) in members {
+            @if let Some(why) = &m.skip {
+                p.meta { (c.variant) ": skipped: " (why) }
+            }
         }
-        *s += "</ul>";
+        (strip_svg(&lanes, cis))
+        @if !related.is_empty() {
+            ul.verdicts {
+                @for (_, c) in &related { li { (comparison_sentence(c)) } }
+            }
+        }
     }
 }
 
 /// The cells not as expected: mismatches, evidence and how to reproduce.
-fn not_as_expected(s: &mut String, run: &Run) {
+fn not_as_expected(run: &Run) -> Markup {
     let bad: Vec<&CellResult> = run.cells.iter().filter(|c| !c.as_expected).collect();
-    if !bad.is_empty() {
-        *s += "<h2>Not as expected</h2>";
-        for c in bad {
-            let _ = write!(s, "<h3>{} {}</h3><ul>", esc(&c.id), outcome(c.outcome));
-            for m in &c.mismatches {
-                let _ = write!(s, "<li>{}</li>", esc(m));
+    html! {
+        @if !bad.is_empty() {
+            h2 { "Not as expected" }
+        }
+        @for c in &bad {
+            h3 { (c.id) " " (outcome(c.outcome)) }
+            ul {
+                @for m in &c.mismatches { li { (m) } }
             }
-            *s += "</ul>";
-            for e in &c.evidence {
-                let path = e.path.as_ref().map_or(String::new(), |p| {
-                    format!(" ({})", esc(&p.display().to_string()))
-                });
-                let _ = write!(s, "<p>{}{path}</p>", esc(&e.what));
-                if !e.excerpt.is_empty() {
-                    let _ = write!(s, "<pre>{}</pre>", esc(&e.excerpt));
+            @for e in &c.evidence {
+                p {
+                    (e.what)
+                    @if let Some(p) = &e.path { " (" (p.display()) ")" }
+                }
+                @if !e.excerpt.is_empty() {
+                    pre { (e.excerpt) }
                 }
             }
-            if !c.reproduce.xtask.is_empty() {
-                let _ = write!(
-                    s,
-                    "<p>Reproduce: <code>{}</code></p>",
-                    esc(&c.reproduce.xtask)
-                );
+            @if !c.reproduce.xtask.is_empty() {
+                p { "Reproduce: " code { (c.reproduce.xtask) } }
             }
         }
     }
@@ -820,15 +839,13 @@ mod tests {
     /// an unclosed backtick stays text; the rest is escaped.
     #[test]
     fn markdown_code_spans_become_code_elements() {
-        assert_eq!(esc_md("a `b<c` d"), "a <code>b&lt;c</code> d");
-        assert_eq!(esc_md("``x `y` z``"), "<code>x `y` z</code>");
-        assert_eq!(esc_md("`` `q` ``!"), "<code>`q`</code>!");
-        assert_eq!(esc_md("it's `open"), "it&#39;s `open");
-        assert_eq!(esc_md("no code"), "no code");
-        assert_eq!(
-            esc_md(&crate::util::md_code("a `b` c")),
-            "<code>a `b` c</code>"
-        );
+        let md = |s: &str| esc_md(s).into_string();
+        assert_eq!(md("a `b<c` d"), "a <code>b&lt;c</code> d");
+        assert_eq!(md("``x `y` z``"), "<code>x `y` z</code>");
+        assert_eq!(md("`` `q` ``!"), "<code>`q`</code>!");
+        assert_eq!(md("it's `open & <shut>"), "it's `open &amp; &lt;shut&gt;");
+        assert_eq!(md("no code"), "no code");
+        assert_eq!(md(&crate::util::md_code("a `b` c")), "<code>a `b` c</code>");
     }
 
     #[test]
@@ -839,12 +856,27 @@ mod tests {
         assert_eq!(t.last(), Some(&350.0));
     }
 
+    /// What a run names (its matrix, a cell, a reason) is text on the
+    /// page, never markup.
     #[test]
     fn text_is_escaped() {
-        assert_eq!(
-            esc(r#"<a href="x">&'"#),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        let run = Run {
+            matrix: r#"<a href="x">&m"#.into(),
+            ..Run::fixture(vec![CellResult::blank(
+                "6.1/<b>/x86_64/tiny",
+                Outcome::Pass,
+            )])
+        };
+        let page = html(&run, &MedianCis::new(&never));
+        assert!(
+            page.contains("matrix &lt;a href=&quot;x&quot;&gt;&amp;m."),
+            "{page}"
         );
+        assert!(
+            page.contains("<td>6.1/&lt;b&gt;/x86_64/tiny</td>"),
+            "{page}"
+        );
+        assert!(!page.contains("<a ") && !page.contains("<b>/"), "{page}");
     }
 
     #[test]
@@ -854,7 +886,7 @@ mod tests {
             ..Metric::fixture("b.x", "us/op", &[1.0, 2.0, 3.0, 4.0, 5.0])
         };
         let cis = MedianCis::new(&never);
-        let svg = strip_svg(&[("base".into(), &m), ("new".into(), &m)], &cis);
+        let svg = strip_svg(&[("base".into(), &m), ("new".into(), &m)], &cis).into_string();
         assert_eq!(svg.matches("<circle").count(), 10);
         assert_eq!(svg.matches(">boot 2 (n=3)<").count(), 2);
     }
@@ -870,7 +902,7 @@ mod tests {
             ..Metric::fixture("b.x", "us/op", &samples)
         };
         let cis = MedianCis::new(&never);
-        let svg = strip_svg(&[("base".into(), &m)], &cis);
+        let svg = strip_svg(&[("base".into(), &m)], &cis).into_string();
         let dots = svg.matches("<circle").count();
         assert!(dots <= MAX_DOTS && dots > MAX_DOTS / 2, "{dots}");
         assert!(

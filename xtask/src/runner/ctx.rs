@@ -31,6 +31,8 @@ pub struct Ctx<'a> {
     pub max_boots: Option<u32>,
     /// The matrix file as given on the command line, for reproducers.
     pub matrix_path: Option<String>,
+    /// The command's source flags, quoted (`RunOptions::source_flags`).
+    pub source_flags: String,
     /// How guests run on this host (pinning, keep-busy, accelerator, ...).
     pub policy: policy::Policy,
     pub(super) accel: accel::Chooser,
@@ -75,6 +77,7 @@ impl<'a> Ctx<'a> {
             boots: None,
             max_boots: None,
             matrix_path: None,
+            source_flags: String::new(),
             policy,
             accel,
             trees: Default::default(),

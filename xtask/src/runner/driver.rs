@@ -38,6 +38,9 @@ pub struct RunOptions {
     pub resume: bool,
     /// The matrix file as the user gave it (results.json, reproducers).
     pub matrix_shown: String,
+    /// The source flags of the command (`--tree`, `--series`, `--lore`
+    /// ...), quoted, each after a space: a cell's reproducer repeats them.
+    pub source_flags: String,
 }
 
 pub enum Opened<'a> {
@@ -130,6 +133,7 @@ impl<'a> Driver<'a> {
         ctx.boots = opts.boots;
         ctx.max_boots = opts.max_boots;
         ctx.matrix_path = Some(opts.matrix_shown);
+        ctx.source_flags = opts.source_flags;
         Ok(Opened::Ready(Box::new(Driver {
             ctx,
             ui,

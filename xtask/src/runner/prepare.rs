@@ -22,6 +22,7 @@ use crate::host::events::{CellEvents, Phase, Sink};
 use crate::plan::arch::Accel;
 use crate::plan::matrix::Cell;
 use crate::schema::*;
+use crate::util::shell_quote;
 
 /// Everything a boot needs, once source, config, build and rootfs are done.
 pub(super) struct Prepared {
@@ -45,8 +46,29 @@ pub(super) fn failed(mut r: CellResult, outcome: Outcome, e: Evidence) -> CellRe
 /// A cell's result before any phase: `infra-error` until one says
 /// otherwise, with the commands that reproduce it.
 pub(super) fn new_result(cell: &Cell, ctx: &Ctx) -> CellResult {
-    let matrix = match ctx.matrix_path.as_deref() {
-        Some(p) if p != "matrix.toml" => format!(" --matrix {p}"),
+    let (xtask, boot) = reproducers(
+        cell,
+        ctx.matrix_path.as_deref(),
+        &ctx.source_flags,
+        &ctx.run_dir,
+    );
+    CellResult {
+        reproduce: Reproduce {
+            xtask,
+            boot,
+            ..Default::default()
+        },
+        ..CellResult::blank(&cell.id(), Outcome::InfraError)
+    }
+}
+
+/// `cargo xtask matrix ...` that runs `cell` again into `run_dir`, and
+/// `cargo xtask boot ...` for a shell on its kernel: every argument
+/// quoted, the matrix kept, and the source flags (`flags`, already quoted)
+/// on the matrix command.
+fn reproducers(cell: &Cell, matrix: Option<&str>, flags: &str, run_dir: &Path) -> (String, String) {
+    let matrix = match matrix {
+        Some(p) if p != "matrix.toml" => format!(" --matrix {}", shell_quote(p)),
         _ => String::new(),
     };
     // The A/A twin exists with --aa only; it boots its base's kernel.
@@ -59,18 +81,14 @@ pub(super) fn new_result(cell: &Cell, ctx: &Ctx) -> CellResult {
     } else {
         ("", cell.id())
     };
-    CellResult {
-        reproduce: Reproduce {
-            xtask: format!(
-                "cargo xtask matrix{matrix}{aa} --cell {} --out {}",
-                cell.id(),
-                ctx.run_dir.display()
-            ),
-            boot: format!("cargo xtask boot{matrix} {boot_id}"),
-            ..Default::default()
-        },
-        ..CellResult::blank(&cell.id(), Outcome::InfraError)
-    }
+    let xtask = format!(
+        "cargo xtask matrix{matrix}{flags}{aa} --cell {} --out {}",
+        shell_quote(&cell.id()),
+        shell_quote(&run_dir.display().to_string())
+    );
+    // `boot` takes no source flags: a matrix cell's kernel only.
+    let boot = format!("cargo xtask boot{matrix} {}", shell_quote(&boot_id));
+    (xtask, boot)
 }
 
 pub(super) fn harness_error(cell: &Cell, ctx: &Ctx, e: &anyhow::Error) -> CellResult {
@@ -274,4 +292,81 @@ pub fn boot_interactive(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<()> {
         &prep.initrd,
         prep.choice.accel,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::arch::Arch;
+
+    /// The words a real shell makes of `line` after `cargo xtask`.
+    fn words_of(line: &str) -> Vec<String> {
+        let rest = line.strip_prefix("cargo xtask ").unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s\\n' {rest}"))
+            .current_dir(std::env::temp_dir())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{line}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn a_reproducer_pasted_into_a_shell_runs_that_command_and_nothing_else() {
+        let marker = std::env::temp_dir().join("kmatrix-reproducer-ran");
+        let _ = std::fs::remove_file(&marker);
+        let hostile = format!("a'$(touch {})'@b `id` x", marker.display());
+        let cell = Cell {
+            kernel: "6.1".into(),
+            variant: "my$series".into(),
+            arch: Arch::X86_64,
+            config: "tiny".into(),
+            tests: vec![],
+        };
+        let flags = format!(" {}", crate::util::shell_line(["--lore", hostile.as_str()]));
+        let dir = Path::new("/tmp/out dir/it's");
+        let (xtask, boot) = reproducers(&cell, Some("my matrix.toml"), &flags, dir);
+        assert_eq!(
+            words_of(&xtask),
+            [
+                "matrix",
+                "--matrix",
+                "my matrix.toml",
+                "--lore",
+                &hostile,
+                "--cell",
+                "6.1/my$series/x86_64/tiny",
+                "--out",
+                "/tmp/out dir/it's",
+            ]
+        );
+        assert_eq!(
+            words_of(&boot),
+            [
+                "boot",
+                "--matrix",
+                "my matrix.toml",
+                "6.1/my$series/x86_64/tiny"
+            ]
+        );
+        assert!(
+            !marker.exists(),
+            "the reproducer ran a command substitution"
+        );
+        // Plain words stay plain.
+        let plain = Cell {
+            variant: "base".into(),
+            ..cell
+        };
+        let (xtask, _) = reproducers(&plain, Some("matrix.toml"), "", Path::new("/r/1"));
+        assert_eq!(
+            xtask,
+            "cargo xtask matrix --cell 6.1/base/x86_64/tiny --out /r/1"
+        );
+    }
 }
