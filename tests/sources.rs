@@ -292,6 +292,30 @@ fn a_tarball_whose_checksum_does_not_match_is_refused_and_nothing_is_kept() {
     let left: Vec<_> = walk(&cache.join("downloads"));
     assert!(left.is_empty(), "left behind: {left:?}");
     assert!(!d.join("co").exists());
+
+    // A matrix run stops before its first cell, with the run's exit code
+    // (2), not a cell's infra-error (1) as if the kernel were at fault.
+    let out = d.join("run");
+    let (ms, os) = (m.display().to_string(), out.display().to_string());
+    let r = xtask(
+        &["matrix", "--matrix", &ms, "--no-setup", "--out", &os],
+        &env,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let first_error = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_default();
+    assert!(
+        first_error.starts_with(
+            "error: kernel k: its source cannot be had, so no cell was started: download "
+        ) && first_error.contains("checksum mismatch"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.join("results.json").exists());
+    assert!(walk(&cache.join("downloads")).is_empty());
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -32,7 +32,19 @@ pub struct Base {
     pub commit: String,
 }
 
-pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str)) -> Result<Base> {
+/// Where a base comes from, once fetched: a tarball on this host, or a
+/// git tree's commit.
+pub enum Located {
+    Tarball(PathBuf),
+    Git { path: String, commit: String },
+}
+
+/// The base's bytes made local: a download fetched and checked against its
+/// SHA-256, a pinned Debian package fetched, a tarball or a git revision
+/// found. Cached, so a run checks every kernel it needs this way before any
+/// cell starts (a source that cannot be had stops the run there), and the
+/// cell's source phase finds it again at no cost.
+pub fn locate(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str)) -> Result<Located> {
     match spec {
         SourceSpec::Debian {
             package,
@@ -65,9 +77,15 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
                     host
                 }
             };
-            import_tarball(&tarball, cache, log)
+            Ok(Located::Tarball(tarball))
         }
-        SourceSpec::Tarball(path) => import_tarball(Path::new(path), cache, log),
+        SourceSpec::Tarball(path) => {
+            let p = Path::new(path);
+            if !p.is_file() {
+                bail!("source tarball {path}: no such file");
+            }
+            Ok(Located::Tarball(p.to_path_buf()))
+        }
         SourceSpec::Download {
             url,
             sha256,
@@ -82,8 +100,9 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
                 Some(s) => s.clone(),
                 None => release_sum(url, release.as_deref().unwrap_or(url), log)?,
             };
-            let tarball = crate::host::download::fetch(url, &sum, cache, log)?;
-            import_tarball(&tarball, cache, log)
+            Ok(Located::Tarball(crate::host::download::fetch(
+                url, &sum, cache, log,
+            )?))
         }
         SourceSpec::Git { path, rev } => {
             let commit = run_ok(
@@ -94,6 +113,18 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
                 },
                 &format!("resolving {rev} in {path}"),
             )?;
+            Ok(Located::Git {
+                path: path.clone(),
+                commit,
+            })
+        }
+    }
+}
+
+pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str)) -> Result<Base> {
+    match locate(spec, cache, log)? {
+        Located::Tarball(t) => import_tarball(&t, cache, log),
+        Located::Git { path, commit } => {
             let repo = cache.dir(&[
                 "src",
                 &format!(
@@ -106,13 +137,13 @@ pub fn prepare_base(spec: &SourceSpec, cache: &Cache, log: &mut dyn FnMut(&str))
             if !repo.join(".git").exists() {
                 log(&format!("cloning {path} (shared objects)"));
                 let mut c = Command::new("git");
-                c.args(["clone", "--shared", "--no-checkout", "--quiet", path])
+                c.args(["clone", "--shared", "--no-checkout", "--quiet", &path])
                     .arg(&repo);
                 run_ok(c, &format!("git clone --shared {path}"))?;
             } else {
                 let mut c = git(&repo);
-                c.args(["fetch", "--quiet", path, &commit]);
-                run_ok(c, &format!("fetching {rev} from {path}"))?;
+                c.args(["fetch", "--quiet", &path, &commit]);
+                run_ok(c, &format!("fetching {commit} from {path}"))?;
             }
             Ok(Base { repo, commit })
         }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
@@ -181,6 +181,7 @@ pub fn execute(
     derive(&mut m, &cache)?;
     m.aa = a.aa;
     let cells = m.cells(&a.select.filters())?;
+    fetch_sources(&m, &cells, &cache)?;
     let run_dir = match a.out.clone().or(a.resume.clone()) {
         Some(d) => d,
         None => driver::new_run_dir(&env.root)?,
@@ -225,6 +226,21 @@ pub fn execute(
         conclude(env, &m, &run, &run_dir, &cells, a.fail_on_regression)?,
         run_dir,
     ))
+}
+
+/// Every kernel the cells need, fetched (and checked against its pinned
+/// SHA-256) before any cell starts: a source that cannot be had is the
+/// run's error (exit 2), not each cell's infra-error.
+fn fetch_sources(m: &Matrix, cells: &[crate::plan::matrix::Cell], cache: &Cache) -> Result<()> {
+    let mut kernels: Vec<&str> = cells.iter().map(|c| c.kernel.as_str()).collect();
+    kernels.sort_unstable();
+    kernels.dedup();
+    for k in kernels {
+        let spec = m.kernel[k].source.get_ref();
+        crate::build::source::locate(spec, cache, &mut |l| eprintln!("kernel {k}: {l}"))
+            .with_context(|| format!("kernel {k}: its source cannot be had, so no cell was started"))?;
+    }
+    Ok(())
 }
 
 /// summary.md of a run (an A/A run, `--aa`, also says how much a boot's

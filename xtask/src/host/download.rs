@@ -20,11 +20,9 @@ const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The file's name: the URL's last path component.
 fn file_name(url: &str) -> Result<String> {
-    let path = url.split(['?', '#']).next().unwrap_or(url);
-    match path.rsplit('/').next() {
-        Some(n) if !n.is_empty() && n != "." && n != ".." => Ok(n.to_string()),
-        _ => bail!("download {url}: the URL does not end in a file name"),
-    }
+    crate::plan::matrix::url_file_name(url)
+        .map(str::to_string)
+        .map_err(|e| anyhow::anyhow!("download {url}: {e}"))
 }
 
 fn agent() -> ureq::Agent {

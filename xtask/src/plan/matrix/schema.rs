@@ -286,6 +286,31 @@ pub const DEBIAN_SUITE: &str = "bookworm";
 /// mirror may stand in for it at download time, `host::download::mirrored`).
 pub const KERNEL_ORG: &str = "https://cdn.kernel.org/pub/linux/kernel";
 
+/// The file a download `url` names: an `http://` or `https://` URL with a
+/// host, whose last path component (before any `?` or `#`) is a file name.
+/// Anything else (`file://`, a URL ending in `/`) is refused with what it
+/// should be.
+pub fn url_file_name(url: &str) -> Result<&str, String> {
+    let lower = url.to_ascii_lowercase();
+    let rest = ["https://", "http://"]
+        .iter()
+        .find_map(|p| lower.starts_with(p).then(|| &url[p.len()..]))
+        .ok_or_else(|| {
+            format!("source url `{url}`: expected an http:// or https:// URL of a tarball")
+        })?;
+    let path = rest.split(['?', '#']).next().unwrap_or(rest);
+    let (host, path) = path.split_once('/').unwrap_or((path, ""));
+    if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        return Err(format!("source url `{url}`: expected a host after the scheme"));
+    }
+    match path.rsplit('/').next() {
+        Some(n) if !n.is_empty() && n != "." && n != ".." => Ok(n),
+        _ => Err(format!(
+            "source url `{url}`: expected a URL that ends in the tarball's file name"
+        )),
+    }
+}
+
 /// A `release` version's tarball URL: `v6.x/linux-6.6.63.tar.xz`.
 pub fn release_url(version: &str) -> Option<String> {
     let major = version.split('.').next()?;

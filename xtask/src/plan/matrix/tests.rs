@@ -802,6 +802,22 @@ fn a_source_is_one_kind_with_only_its_own_keys() {
             "source = { debian = \"linux-6.12\" }",
             "expected a linux-source-X.Y package",
         ),
+        (
+            "source = { url = \"file:///etc/passwd\", sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\" }",
+            "source url `file:///etc/passwd`: expected an http:// or https:// URL of a tarball",
+        ),
+        (
+            "source = { url = \"https://example.org/pub/\", sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\" }",
+            "source url `https://example.org/pub/`: expected a URL that ends in the tarball's file name",
+        ),
+        (
+            "source = { url = \"https://example.org/x/..?a=b\", sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\" }",
+            "expected a URL that ends in the tarball's file name",
+        ),
+        (
+            "source = { url = \"http:///linux.tar.xz\", sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\" }",
+            "source url `http:///linux.tar.xz`: expected a host after the scheme",
+        ),
     ] {
         let e = parse_err(&default_with(from, to));
         assert!(e.starts_with("matrix.toml:57:10: "), "{to}: {e}");

@@ -353,6 +353,9 @@ impl Matrix {
                 } if sum.len() != 64 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) => Some(
                     format!("source sha256 `{sum}`: expected 64 hex digits"),
                 ),
+                SourceSpec::Download {
+                    url, release: None, ..
+                } => super::schema::url_file_name(url).err(),
                 SourceSpec::Tarball(p) if p.trim().is_empty() => {
                     Some("tarball source: expected the path of a kernel tarball".into())
                 }
