@@ -33,7 +33,7 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand};
 use serde::{Deserialize, Serialize};
@@ -467,11 +467,19 @@ impl SourceArgs {
                     dir.display()
                 )
             })?;
-            let n = crate::plan::series::count("--series", &d)?;
-            let name = variants::name_of(&d);
-            if name == "base" {
-                bail!("a series cannot be called `base`: rename {}", d.display());
+            let n = crate::plan::series::count("--series", &d)
+                .with_context(|| format!("--series {}", dir.display()))?;
+            // The variant is named after the directory (an mbox after its
+            // stem): `base` would be taken for the base itself.
+            let stem = d.file_stem().map(|s| s.to_string_lossy().to_string());
+            if d.file_name().is_some_and(|n| n == "base") || stem.as_deref() == Some("base") {
+                bail!(
+                    "--series {}: a series cannot be called `base` (its variant is named after the {}): rename it",
+                    dir.display(),
+                    if d.is_dir() { "directory" } else { "file" }
+                );
             }
+            let name = variants::name_of(&d);
             p.new_series = Some(name);
             dir_count = Some(n);
         }
@@ -825,6 +833,56 @@ mod tests {
         a.resolve(&env);
         let m = a.matrix.load_checked(&env).unwrap();
         a.validate(&m, &env, sweep).err().map(|e| format!("{e:#}"))
+    }
+
+    #[test]
+    fn a_series_dir_gets_the_checks_a_matrix_series_gets() {
+        let d = std::env::temp_dir().join(format!("kmatrix-series-flag-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let patch = "From: a <a@b>\nSubject: [PATCH] x\n\n---\n";
+        let mk = |name: &str, series: &str| {
+            let dir = d.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("0001-x.patch"), patch).unwrap();
+            std::fs::write(dir.join("series"), series).unwrap();
+            dir.display().to_string()
+        };
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("outside.patch"), patch).unwrap();
+        let escape = mk("escape", "0001-x.patch\n../outside.patch\n");
+        let absolute = mk("absolute", "/etc/passwd\n");
+        let missing = mk("missing", "# order\n0001-x.patch\n0002-y.patch\n");
+        let linked = mk("linked", "0001-x.patch\nlink.patch\n");
+        std::os::unix::fs::symlink("/etc/passwd", d.join("linked/link.patch")).unwrap();
+        let base = mk("base", "0001-x.patch\n");
+        let cases = [
+            (
+                escape.as_str(),
+                format!("--series {escape}: series --series: {escape}/series:2: `../outside.patch` is not a file of the series directory"),
+            ),
+            (
+                absolute.as_str(),
+                format!("{absolute}/series:1: `/etc/passwd` is not a file of the series directory"),
+            ),
+            (
+                missing.as_str(),
+                format!("{missing}/series:3: `0002-y.patch` is listed but there is no such file"),
+            ),
+            (
+                linked.as_str(),
+                format!("{linked}/series:2: `link.patch` is listed but is not a regular file"),
+            ),
+            (
+                base.as_str(),
+                format!("--series {base}: a series cannot be called `base` (its variant is named after the directory): rename it"),
+            ),
+        ];
+        for (dir, says) in &cases {
+            let e = refusal(false, &["--kernel", "6.1", "--series", dir])
+                .unwrap_or_else(|| panic!("{dir} accepted"));
+            assert!(e.contains(says.as_str()), "{dir}:\n{e}\nexpected: {says}");
+        }
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

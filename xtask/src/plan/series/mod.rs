@@ -13,16 +13,37 @@ use crate::util::{read_input, read_input_text, MAX_MAIL, MAX_MATRIX};
 
 /// The patch files of `dir` in order: `dir/series` (quilt order, `#`
 /// comments and blank lines skipped) or, without it, `*.patch` sorted by
-/// name. Err when there are none.
+/// name. Err when there are none, or when the `series` file lists a name
+/// that is not a file of `dir` itself (a path that leaves the directory,
+/// an absolute path, a missing file): the same for a series in matrix.toml
+/// and one given with `--series`.
 pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
     let order = dir.join("series");
     let patches: Vec<PathBuf> = if order.exists() {
-        read_input_text(&order, MAX_MATRIX, "series file")?
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(|l| dir.join(l))
-            .collect()
+        let text = read_input_text(&order, MAX_MATRIX, "series file")?;
+        let mut v = Vec::new();
+        for (i, l) in text.lines().enumerate() {
+            let l = l.trim();
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            let at = format!("series {name}: {}:{}", order.display(), i + 1);
+            let inside = Path::new(l)
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside {
+                bail!("{at}: `{l}` is not a file of the series directory, expected a patch file's name beside the `series` file");
+            }
+            let p = dir.join(l);
+            // A symbolic link may point anywhere: the patch must be a
+            // regular file of the directory itself.
+            match std::fs::symlink_metadata(&p) {
+                Ok(md) if md.is_file() => v.push(p),
+                Ok(_) => bail!("{at}: `{l}` is listed but is not a regular file"),
+                Err(_) => bail!("{at}: `{l}` is listed but there is no such file"),
+            }
+        }
+        v
     } else {
         let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
             .with_context(|| format!("reading series dir {}", dir.display()))?
