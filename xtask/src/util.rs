@@ -11,6 +11,14 @@ pub fn tail(text: &str, n: usize) -> String {
 
 /// The largest inputs read whole (a clear refusal past them, never a read
 /// that exhausts memory): matrix.toml, an mbox or a patch, a results.json.
+/// The kmatrix checkout this binary was built from (xtask/ sits in it).
+pub fn checkout_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask/ sits in the repository")
+        .to_path_buf()
+}
+
 pub const MAX_MATRIX: u64 = 4 << 20;
 pub const MAX_MAIL: u64 = 64 << 20;
 pub const MAX_RESULTS: u64 = 512 << 20;

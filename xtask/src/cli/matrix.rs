@@ -238,7 +238,9 @@ fn fetch_sources(m: &Matrix, cells: &[crate::plan::matrix::Cell], cache: &Cache)
     for k in kernels {
         let spec = m.kernel[k].source.get_ref();
         crate::build::source::locate(spec, cache, &mut |l| eprintln!("kernel {k}: {l}"))
-            .with_context(|| format!("kernel {k}: its source cannot be had, so no cell was started"))?;
+            .with_context(|| {
+                format!("kernel {k}: its source cannot be had, so no cell was started")
+            })?;
     }
     Ok(())
 }

@@ -615,10 +615,7 @@ pub fn percent(s: &str) -> std::result::Result<f64, String> {
 
 /// The harness's own checkout: where matrix.toml, kernels/ and rootfs/ are.
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask/ sits in the repository")
-        .to_path_buf()
+    crate::util::checkout_root()
 }
 
 impl Cmd {
@@ -854,15 +851,17 @@ mod tests {
         let missing = mk("missing", "# order\n0001-x.patch\n0002-y.patch\n");
         let linked = mk("linked", "0001-x.patch\nlink.patch\n");
         std::os::unix::fs::symlink("/etc/passwd", d.join("linked/link.patch")).unwrap();
+        let dir = mk("dir", "0001-x.patch\nsub\n");
+        std::fs::create_dir_all(d.join("dir/sub")).unwrap();
         let base = mk("base", "0001-x.patch\n");
         let cases = [
             (
                 escape.as_str(),
-                format!("--series {escape}: series --series: {escape}/series:2: `../outside.patch` is not a file of the series directory"),
+                format!("--series {escape}: series --series: {escape}/series:2: `../outside.patch` leads out of the series directory (to {}/outside.patch)", d.display()),
             ),
             (
                 absolute.as_str(),
-                format!("{absolute}/series:1: `/etc/passwd` is not a file of the series directory"),
+                format!("{absolute}/series:1: `/etc/passwd` leads out of the series directory (to /etc/passwd)"),
             ),
             (
                 missing.as_str(),
@@ -870,7 +869,11 @@ mod tests {
             ),
             (
                 linked.as_str(),
-                format!("{linked}/series:2: `link.patch` is listed but is not a regular file"),
+                format!("{linked}/series:2: `link.patch` leads out of the series directory (to /etc/passwd)"),
+            ),
+            (
+                dir.as_str(),
+                format!("{dir}/series:2: `sub` is listed but is not a regular file"),
             ),
             (
                 base.as_str(),

@@ -301,7 +301,9 @@ pub fn url_file_name(url: &str) -> Result<&str, String> {
     let path = rest.split(['?', '#']).next().unwrap_or(rest);
     let (host, path) = path.split_once('/').unwrap_or((path, ""));
     if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c.is_control()) {
-        return Err(format!("source url `{url}`: expected a host after the scheme"));
+        return Err(format!(
+            "source url `{url}`: expected a host after the scheme"
+        ));
     }
     match path.rsplit('/').next() {
         Some(n) if !n.is_empty() && n != "." && n != ".." => Ok(n),

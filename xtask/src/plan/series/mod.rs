@@ -13,14 +13,23 @@ use crate::util::{read_input, read_input_text, MAX_MAIL, MAX_MATRIX};
 
 /// The patch files of `dir` in order: `dir/series` (quilt order, `#`
 /// comments and blank lines skipped) or, without it, `*.patch` sorted by
-/// name. Err when there are none, or when the `series` file lists a name
-/// that is not a file of `dir` itself (a path that leaves the directory,
-/// an absolute path, a missing file): the same for a series in matrix.toml
-/// and one given with `--series`.
+/// name. Err when there are none, or when the `series` file lists what is
+/// not a regular file inside the series directory (a missing file, a path
+/// or symbolic link leading out of it), named at `series:LINE`. The same
+/// for a series in matrix.toml and one given with `--series`. One
+/// exception: a series kept in the kmatrix checkout may name patches
+/// elsewhere in the checkout (its test series build on its payloads).
 pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
     let order = dir.join("series");
     let patches: Vec<PathBuf> = if order.exists() {
         let text = read_input_text(&order, MAX_MATRIX, "series file")?;
+        let home = std::fs::canonicalize(dir)
+            .with_context(|| format!("series {name}: {}", dir.display()))?;
+        let checkout = std::fs::canonicalize(crate::util::checkout_root()).ok();
+        let fence = match checkout {
+            Some(c) if home.starts_with(&c) => c,
+            _ => home,
+        };
         let mut v = Vec::new();
         for (i, l) in text.lines().enumerate() {
             let l = l.trim();
@@ -28,20 +37,20 @@ pub fn files(name: &str, dir: &Path) -> Result<Vec<PathBuf>> {
                 continue;
             }
             let at = format!("series {name}: {}:{}", order.display(), i + 1);
-            let inside = Path::new(l)
-                .components()
-                .all(|c| matches!(c, std::path::Component::Normal(_)));
-            if !inside {
-                bail!("{at}: `{l}` is not a file of the series directory, expected a patch file's name beside the `series` file");
-            }
             let p = dir.join(l);
-            // A symbolic link may point anywhere: the patch must be a
-            // regular file of the directory itself.
-            match std::fs::symlink_metadata(&p) {
-                Ok(md) if md.is_file() => v.push(p),
-                Ok(_) => bail!("{at}: `{l}` is listed but is not a regular file"),
-                Err(_) => bail!("{at}: `{l}` is listed but there is no such file"),
+            let Ok(real) = std::fs::canonicalize(&p) else {
+                bail!("{at}: `{l}` is listed but there is no such file");
+            };
+            if !real.starts_with(&fence) {
+                bail!(
+                    "{at}: `{l}` leads out of the series directory (to {}), expected a patch file beside the `series` file",
+                    real.display()
+                );
             }
+            if !real.is_file() {
+                bail!("{at}: `{l}` is listed but is not a regular file");
+            }
+            v.push(p);
         }
         v
     } else {
