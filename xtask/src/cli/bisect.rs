@@ -127,7 +127,7 @@ impl BisectCmd {
         a.resolve(env);
         a.source.fetch_lore(&a.opts.host)?;
         if let Some(dir) = a.resume.clone() {
-            super::check_resume(&dir, &["bisect.json"])?;
+            super::check_resume(&dir, "bisect")?;
             a = resumed(dir, &a)?;
         }
         let m = a.opts.matrix.load_checked(env)?;

@@ -86,12 +86,7 @@ impl MatrixArgs {
     /// prefixes of one series; its state is sweep.json).
     pub fn validate(&self, m: &Matrix, env: &Env, sweep: bool) -> Result<()> {
         if let Some(dir) = &self.resume {
-            let holds: &[&str] = if sweep {
-                &["sweep.json", "results.json"]
-            } else {
-                &["results.json"]
-            };
-            super::check_resume(dir, holds)?;
+            super::check_resume(dir, if sweep { "sweep" } else { "matrix" })?;
         }
         if let Some(dir) = &self.out {
             super::check_out(dir)?;
@@ -151,12 +146,14 @@ impl MatrixCmd {
         let mut a = self.args;
         a.resolve(env);
         a.source.fetch_lore(&a.host)?;
-        execute(env, a, false, &mut |_, _| Ok(())).map(|(code, _)| code)
+        execute(env, a, false, &mut |_, _| Ok(()), &mut |_| Ok(())).map(|(code, _)| code)
     }
 }
 
 /// Runs the selected cells of the matrix, after `derive` has adapted it
-/// (sweep's prefixes); returns the exit code and the run directory.
+/// (sweep's prefixes); `started` is given the run directory once it exists,
+/// before the first cell (sweep keeps its state there). Returns the exit
+/// code and the run directory.
 /// `a.matrix` may still be as typed (for results.json and reproducers);
 /// the file read is resolved against the user's directory. The matrix and
 /// the flags are checked first (`sweep`: for a sweep), before the host is
@@ -166,6 +163,7 @@ pub fn execute(
     a: MatrixArgs,
     sweep: bool,
     derive: &mut dyn FnMut(&mut Matrix, &Cache) -> Result<()>,
+    started: &mut dyn FnMut(&std::path::Path) -> Result<()>,
 ) -> Result<(u8, PathBuf)> {
     let policy = a.policy.policy()?;
     let mut m = a.matrix.load_checked(env)?;
@@ -186,6 +184,9 @@ pub fn execute(
         Some(d) => d,
         None => driver::new_run_dir(&env.root)?,
     };
+    std::fs::create_dir_all(&run_dir)
+        .with_context(|| format!("creating the run directory {}", run_dir.display()))?;
+    started(&run_dir)?;
     let ui = ui::Ui::new();
     let opts = RunOptions {
         extra_cmdline: a.cmdline.clone(),

@@ -501,24 +501,45 @@ impl SourceArgs {
     }
 }
 
-/// `--resume DIR`: a directory holding one of `holds` (the run's state),
+/// The commands whose runs resume, each by the state file it keeps (a
+/// sweep's and a bisect's directories may hold a results.json too, so
+/// theirs are looked for first).
+const RUN_STATES: [(&str, &str); 3] = [
+    ("sweep", "sweep.json"),
+    ("bisect", "bisect.json"),
+    ("matrix", "results.json"),
+];
+
+/// `--resume DIR` of `command`: a directory holding that command's state,
 /// else refused naming the flag: a missing or unrelated directory would
-/// silently start a new run.
-pub fn check_resume(dir: &Path, holds: &[&str]) -> Result<()> {
+/// silently start a new run, and another command's run would be rewritten
+/// as this one's (a sweep's cells run again as a matrix's, or a matrix run
+/// grown into a sweep).
+pub fn check_resume(dir: &Path, command: &str) -> Result<()> {
     if !dir.is_dir() {
         bail!(
             "--resume {}: no such directory, expected the run directory of an earlier run",
             dir.display()
         );
     }
-    if !holds.iter().any(|f| dir.join(f).exists()) {
-        bail!(
-            "--resume {}: nothing to resume, no {} there (no cell of that run finished); to run into it anyway, give it as --out",
+    let shown = crate::util::shell_quote(&dir.display().to_string()).into_owned();
+    match RUN_STATES.iter().find(|(_, f)| dir.join(f).exists()) {
+        Some((c, _)) if *c == command => Ok(()),
+        Some((c, f)) => bail!(
+            "--resume {}: a {c} run (it holds {f}), not a {command} run: resume it with `cargo xtask {c} --resume {shown}`",
             dir.display(),
-            holds.join(" or ")
-        );
+        ),
+        None => {
+            let f = RUN_STATES
+                .iter()
+                .find(|(c, _)| *c == command)
+                .map_or("results.json", |(_, f)| *f);
+            bail!(
+                "--resume {}: nothing to resume, no {f} there (the {command} stopped before it wrote one); to run into it anyway, give it as --out",
+                dir.display(),
+            )
+        }
     }
-    Ok(())
 }
 
 /// `--out DIR`: a directory, or a path to make one at.
@@ -1015,23 +1036,37 @@ mod tests {
     }
 
     #[test]
-    fn resume_wants_a_run_directory_with_its_state() {
+    fn resume_wants_a_run_directory_of_its_own_command() {
         let dir = std::env::temp_dir().join(format!("kmatrix-resume-check-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let e = check_resume(&dir, &["results.json"])
-            .unwrap_err()
-            .to_string();
+        let e = check_resume(&dir, "matrix").unwrap_err().to_string();
         assert!(e.contains("no such directory"), "{e}");
         std::fs::create_dir_all(&dir).unwrap();
-        let e = check_resume(&dir, &["sweep.json", "results.json"])
-            .unwrap_err()
-            .to_string();
+        let e = check_resume(&dir, "sweep").unwrap_err().to_string();
         assert!(
-            e.contains("no sweep.json or results.json there") && e.contains("give it as --out"),
+            e.contains(
+                "nothing to resume, no sweep.json there (the sweep stopped before it wrote one)"
+            ) && e.contains("give it as --out"),
             "{e}"
         );
         std::fs::write(dir.join("results.json"), "{}").unwrap();
-        check_resume(&dir, &["results.json"]).unwrap();
+        check_resume(&dir, "matrix").unwrap();
+        let d = dir.display();
+        for (cmd, says) in [
+            ("sweep", format!("--resume {d}: a matrix run (it holds results.json), not a sweep run: resume it with `cargo xtask matrix --resume {d}`")),
+            ("bisect", format!("--resume {d}: a matrix run (it holds results.json), not a bisect run")),
+        ] {
+            let e = check_resume(&dir, cmd).unwrap_err().to_string();
+            assert_eq!(e.lines().next().unwrap().split(": resume").next(), says.split(": resume").next(), "{e}");
+            assert!(e.starts_with(&says), "{e}");
+        }
+        std::fs::write(dir.join("sweep.json"), "{}").unwrap();
+        check_resume(&dir, "sweep").unwrap();
+        let e = check_resume(&dir, "matrix").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("--resume {d}: a sweep run (it holds sweep.json), not a matrix run: resume it with `cargo xtask sweep --resume {d}`")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

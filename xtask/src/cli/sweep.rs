@@ -56,35 +56,42 @@ impl SweepCmd {
             }
         }
         let command = a.clone();
-        let mut found: Option<(String, String, Vec<PatchInfo>)> = None;
+        // What derive finds (the kernel, the series and its patches), kept
+        // in sweep.json as soon as the run directory exists, so an
+        // interrupted sweep resumes as a sweep.
+        let found: std::cell::RefCell<Option<Stored>> = std::cell::RefCell::new(None);
         let wanted_kernel = a.select.kernel.first().cloned();
         let series_name = a.source.series_name.clone();
         let root = env.root.clone();
-        let (code, run_dir) = execute(env, a, true, &mut |m, _cache| {
-            let kernel = variants::pick_kernel(m, wanted_kernel.as_deref())?;
-            let sname = variants::pick_series(m, &kernel, series_name.as_deref())?;
-            let s = Series::load_prefix(
-                &sname,
-                &root.join(&m.series[&sname].dir),
-                m.series[&sname].take,
-            )?;
-            variants::prefixes(m, &kernel, &sname, s.patches.len());
-            found = Some((kernel, sname, s.info()));
-            Ok(())
-        })?;
-        let Some((kernel, series, patches)) = found else {
+        let (code, run_dir) = execute(
+            env,
+            a,
+            true,
+            &mut |m, _cache| {
+                let kernel = variants::pick_kernel(m, wanted_kernel.as_deref())?;
+                let sname = variants::pick_series(m, &kernel, series_name.as_deref())?;
+                let s = Series::load_prefix(
+                    &sname,
+                    &root.join(&m.series[&sname].dir),
+                    m.series[&sname].take,
+                )?;
+                variants::prefixes(m, &kernel, &sname, s.patches.len());
+                *found.borrow_mut() = Some(Stored {
+                    command: command.clone(),
+                    kernel,
+                    series: sname,
+                    patches: s.info(),
+                });
+                Ok(())
+            },
+            &mut |dir| match &*found.borrow() {
+                Some(stored) => store(dir, stored),
+                None => Ok(()),
+            },
+        )?;
+        let Some(stored) = found.into_inner() else {
             return Ok(code);
         };
-        let stored = Stored {
-            command,
-            kernel,
-            series,
-            patches,
-        };
-        cache::write_atomic(
-            &run_dir.join("sweep.json"),
-            serde_json::to_string_pretty(&stored)?.as_bytes(),
-        )?;
         if let Ok(run) = results::Run::load(&run_dir.join("results.json")) {
             let md = crate::bisect::report::sweep_markdown(
                 &run,
@@ -98,4 +105,12 @@ impl SweepCmd {
         }
         Ok(code)
     }
+}
+
+/// sweep.json in the run directory.
+fn store(dir: &std::path::Path, stored: &Stored) -> Result<()> {
+    cache::write_atomic(
+        &dir.join("sweep.json"),
+        serde_json::to_string_pretty(stored)?.as_bytes(),
+    )
 }
