@@ -32,6 +32,11 @@ outcome = "fail"
 reason = "r"
 "#;
 
+/// A benchmark test `b`, whose metrics are named `b.*`.
+const BENCH_B: &str = "\n[test.b]\nkind = \"bench\"\nsource = \"rootfs/guest/b.c\"\n";
+
+const BENCH_P: &str = "\n[test.p]\nkind = \"perf\"\ndir = \"tools/perf\"\nsources = [\"bench/sched-pipe.c\"]\ncases = [{ name = \"p.x\", run = \"bench sched pipe\" }]\n";
+
 fn parse_err(text: &str) -> String {
     Matrix::parse("matrix.toml", text).unwrap_err().to_string()
 }
@@ -149,7 +154,7 @@ fn bad_values_name_line_and_expectation() {
     );
     // A split must name another metric than the pair's, and a number.
     let within = |split: &str| {
-        format!("{GOOD}\n[[within]]\nbase = \"b.default.\"\nnew = \"b.sync.\"\nsplit = {split}\n")
+        format!("{GOOD}{BENCH_B}\n[[within]]\nbase = \"b.default.\"\nnew = \"b.sync.\"\nsplit = {split}\n")
     };
     let e = parse_err(&within("{ metric = \"b.sync.unpinned\", at = 20.0 }"));
     assert!(
@@ -172,7 +177,9 @@ fn bad_values_name_line_and_expectation() {
     .is_ok());
     // Two tools on one quantity: two names, and a factor above 1.
     let agree = |a: &str, factor: &str| {
-        format!("{GOOD}\n[[agree]]\na = \"{a}\"\nb = \"b.x\"\nfactor = {factor}\n")
+        format!(
+            "{GOOD}{BENCH_B}{BENCH_P}\n[[agree]]\na = \"{a}\"\nb = \"b.x\"\nfactor = {factor}\n"
+        )
     };
     let e = parse_err(&agree("b.x", "2.0"));
     assert!(
@@ -280,7 +287,7 @@ fn config_lines() {
 
 #[test]
 fn metric_declarations_longest_prefix_and_ranges() {
-    let text = format!("{GOOD}\n[metric.b]\nbetter = \"higher\"\n[metric.\"b.x\"]\nbetter = \"lower\"\nmin_effect_pct = 2.0\ntarget_ci_pct = 3.0\n");
+    let text = format!("{GOOD}{BENCH_B}\n[metric.b]\nbetter = \"higher\"\n[metric.\"b.x\"]\nbetter = \"lower\"\nmin_effect_pct = 2.0\ntarget_ci_pct = 3.0\n");
     let m = Matrix::parse("matrix.toml", &text).unwrap();
     assert_eq!(m.metric_spec("b.x.y"), (Better::Lower, 2.0));
     assert_eq!(m.metric_decl("b.x.y").unwrap().target_ci_pct, Some(3.0));
@@ -1029,4 +1036,83 @@ fn cell_globs_on_the_command_line_are_checked_part_by_part() {
         .map(Cell::id)
         .collect();
     assert_eq!(ids, ["6.1/base/x86_64/tiny", "6.1/s1/x86_64/tiny"]);
+}
+
+#[test]
+fn rules_that_could_never_apply_are_refused_where_they_stand() {
+    let two_configs = |text: String| {
+        text.replace("configs = [\"tiny\"]", "configs = [\"tiny\", \"wide\"]")
+            .replace(
+                "[config.tiny]",
+                "[config.wide]\nbase = \"tinyconfig\"\ntests = [\"b\"]\n\n[config.tiny]",
+            )
+    };
+    // A metric rule or comparison naming no test that measures.
+    for (add, says) in [
+        (
+            "[metric.bb]\nbetter = \"lower\"\n",
+            "[metric.NAME] `bb` names no metric a test produces (no test `bb`): a metric's name begins with its test's name and a dot; the tests with metrics: b",
+        ),
+        (
+            "[metric.\"t1.x\"]\nbetter = \"lower\"\n",
+            "[metric.NAME] `t1.x` names no metric a test produces (test `t1` is a kselftest test, which measures nothing)",
+        ),
+        (
+            "[[within]]\nbase = \"b.default.\"\nnew = \"c.sync.\"\n",
+            "[[within]] new `c.sync.` names no metric a test produces (no test `c`)",
+        ),
+        (
+            "[[across]]\nbase_config = \"tiny\"\nnew_config = \"wide\"\nmetrics = \"x.\"\n",
+            "[[across]] metrics `x.` names no metric a test produces",
+        ),
+        (
+            "[[agree]]\na = \"b.x\"\nb = \"seccomp.x\"\nfactor = 2.0\n",
+            "[[agree]] b `seccomp.x` names no metric a test produces",
+        ),
+    ] {
+        let e = parse_err(&two_configs(format!("{GOOD}{BENCH_B}\n{add}")));
+        assert!(e.contains(says), "{add}: {e}");
+        let bad = says.split('`').nth(1).unwrap();
+        let line: usize = e.split(':').nth(1).unwrap().parse().unwrap();
+        let text = two_configs(format!("{GOOD}{BENCH_B}\n{add}"));
+        let at = text.lines().nth(line - 1).unwrap();
+        assert!(at.contains(bad), "{add}: {e} points at `{at}`");
+    }
+    // A known crash pattern that matches any text.
+    for splat in ["", ".*", "a*|b", "(?i)x?"] {
+        let e = parse_err(&format!(
+            "{GOOD}\n[[known]]\ncell = \"*/*/*/*\"\nsplat = \"{splat}\"\nreason = \"r\"\n"
+        ));
+        assert!(
+            e.starts_with("matrix.toml:31:9: ")
+                && e.contains(&format!(
+                    "known.splat `{splat}` matches any text, so every crash would count as known"
+                )),
+            "{splat}: {e}"
+        );
+    }
+    // An expectation or a known crash for cells the matrix does not make.
+    let e = parse_err(&GOOD.replace("cell = \"*/base/*/*\"", "cell = \"6.12/base/*/*\""));
+    assert_eq!(
+        e,
+        "matrix.toml:23:8: [[expect]] cell `6.12/base/*/*` matches no cell of the matrix (its cells: 6.1/base/x86_64/tiny, 6.1/base/arm64/tiny, 6.1/s1/x86_64/tiny, 6.1/s1/arm64/tiny)"
+    );
+    let e = parse_err(&format!(
+        "{GOOD}\n[[known]]\ncell = \"6.1/s9/*/*\"\nsplat = \"BUG:\"\nreason = \"r\"\n"
+    ));
+    assert!(
+        e.starts_with("matrix.toml:30:8: ")
+            && e.contains("[[known]] cell `6.1/s9/*/*` matches no cell of the matrix"),
+        "{e}"
+    );
+    // ... or for a test its cells do not run (b runs only on wide).
+    let text = two_configs(format!(
+        "{GOOD}{BENCH_B}\n[[expect]]\ncell = \"*/*/*/tiny\"\ntest = \"b\"\noutcome = \"skip\"\nreason = \"r\"\n"
+    ));
+    let e = parse_err(&text);
+    assert!(
+        e.contains("[[expect]] test `b`: no cell matching `*/*/*/tiny` runs it"),
+        "{e}"
+    );
+    assert!(Matrix::parse("matrix.toml", &text.replace("*/*/*/tiny", "*/*/*/wide")).is_ok());
 }

@@ -119,13 +119,13 @@ impl Matrix {
         self.validate_tests(at)?;
         self.validate_expectations(at)?;
         self.validate_comparisons(at)?;
-        if self.cells(&Filters::default()).is_err() {
+        let Ok(cells) = self.cells(&Filters::default()) else {
             return Err(at.err_at(
                 keys!["run"],
                 "the matrix makes no cell: expected a kernel with a config (its `configs`, else run.configs) whose tests (its `tests`, else run.tests) are not empty",
             ));
-        }
-        Ok(())
+        };
+        self.validate_expected_cells(at, &cells)
     }
 
     /// [run]: the arches, configs and tests it names, and its numbers.
@@ -598,18 +598,157 @@ impl Matrix {
             if let Err(why) = crate::plan::glob::check(&k.cell) {
                 return Err(at.err_at(keys!["known", i, "cell"], format!("known.cell {why}")));
             }
-            if let Err(e) = regex::Regex::new(&k.splat) {
+            match regex::Regex::new(&k.splat) {
+                Err(e) => {
+                    return Err(at.err_at(
+                        keys!["known", i, "splat"],
+                        format!("known.splat `{}`: not a regex: {e}", k.splat),
+                    ))
+                }
+                // A pattern that matches the empty text matches inside any
+                // report: every crash would count as known.
+                Ok(re) if re.is_match("") => {
+                    return Err(at.err_at(
+                        keys!["known", i, "splat"],
+                        format!(
+                            "known.splat `{}` matches any text, so every crash would count as known: expected a pattern of the crash's own words (`BUG: kernel NULL pointer dereference`)",
+                            k.splat
+                        ),
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// [[expect]] and [[known]] against the cells the matrix makes: an
+    /// entry that matches none (a misspelt kernel or series, a test its
+    /// cells do not run) would silently expect nothing.
+    fn validate_expected_cells(&self, at: &Spans, cells: &[Cell]) -> Result<()> {
+        let sample = || {
+            let ids: Vec<String> = cells.iter().take(4).map(Cell::id).collect();
+            format!(
+                "{}{}",
+                ids.join(", "),
+                if cells.len() > 4 { ", ..." } else { "" }
+            )
+        };
+        for (i, e) in self.expect.iter().enumerate() {
+            let test = e.test.get_ref();
+            let matching: Vec<&Cell> = cells
+                .iter()
+                .filter(|c| crate::plan::glob::cell_matches(&e.cell, &c.id()))
+                .collect();
+            if matching.is_empty() {
                 return Err(at.err_at(
-                    keys!["known", i, "splat"],
-                    format!("known.splat `{}`: not a regex: {e}", k.splat),
+                    keys!["expect", i, "cell"],
+                    format!(
+                        "[[expect]] cell `{}` matches no cell of the matrix (its cells: {})",
+                        e.cell,
+                        sample()
+                    ),
+                ));
+            }
+            // A test no config runs (declared for whoever adds it to
+            // run.tests) keeps its expectations for that day.
+            let runs = cells.iter().any(|c| c.tests.contains(test));
+            if runs && !matching.iter().any(|c| c.tests.contains(test)) {
+                return Err(at.err_at(
+                    keys!["expect", i, "test"],
+                    format!("[[expect]] test `{test}`: no cell matching `{}` runs it (the tests of a cell's config, else run.tests)", e.cell),
+                ));
+            }
+        }
+        for (i, k) in self.known.iter().enumerate() {
+            if !cells
+                .iter()
+                .any(|c| crate::plan::glob::cell_matches(&k.cell, &c.id()))
+            {
+                return Err(at.err_at(
+                    keys!["known", i, "cell"],
+                    format!(
+                        "[[known]] cell `{}` matches no cell of the matrix (its cells: {})",
+                        k.cell,
+                        sample()
+                    ),
                 ));
             }
         }
         Ok(())
     }
 
+    /// A metric name or prefix in a comparison or a [metric.*] rule: it
+    /// begins with the name of a test that produces metrics (a `bench` or
+    /// `perf` test) and a dot, or is that name, else no figure of any run
+    /// would ever meet it.
+    fn check_metric_name(&self, at: &Spans, here: &[Seg], what: &str, name: &str) -> Result<()> {
+        let test = name.split('.').next().unwrap_or_default();
+        let produces = |t: &TestSpec| matches!(t.kind, TestKind::Bench | TestKind::Perf);
+        if self.test.get(test).is_some_and(produces) {
+            return Ok(());
+        }
+        let benches: Vec<&str> = self
+            .test
+            .iter()
+            .filter(|(_, t)| produces(t))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let why = match self.test.get(test) {
+            Some(t) => format!(
+                "test `{test}` is a {} test, which measures nothing",
+                format!("{:?}", t.kind).to_lowercase()
+            ),
+            None => format!("no test `{test}`"),
+        };
+        Err(at.err_at(
+            here,
+            format!(
+                "{what} `{name}` names no metric a test produces ({why}): a metric's name begins with its test's name and a dot; the tests with metrics: {}",
+                if benches.is_empty() { "none".to_string() } else { benches.join(", ") }
+            ),
+        ))
+    }
+
     /// [[across]], [[within]] and [metric.*]: what is compared, and how.
     fn validate_comparisons(&self, at: &Spans) -> Result<()> {
+        for (name, _) in &self.metric {
+            self.check_metric_name(at, keys!["metric", name], "[metric.NAME]", name)?;
+        }
+        for (i, a) in self.across.iter().enumerate() {
+            self.check_metric_name(
+                at,
+                keys!["across", i, "metrics"],
+                "[[across]] metrics",
+                &a.metrics,
+            )?;
+        }
+        for (i, w) in self.within.iter().enumerate() {
+            self.check_metric_name(at, keys!["within", i, "base"], "[[within]] base", &w.base)?;
+            self.check_metric_name(at, keys!["within", i, "new"], "[[within]] new", &w.new)?;
+            if let Some(sp) = &w.split {
+                self.check_metric_name(
+                    at,
+                    keys!["within", i, "split", "metric"],
+                    "[within.split] metric",
+                    &sp.metric,
+                )?;
+            }
+        }
+        for (i, a) in self.agree.iter().enumerate() {
+            self.check_metric_name(at, keys!["agree", i, "a"], "[[agree]] a", &a.a)?;
+            self.check_metric_name(at, keys!["agree", i, "b"], "[[agree]] b", &a.b)?;
+        }
+        for (name, m) in &self.metric {
+            if let Some(p) = &m.power {
+                self.check_metric_name(
+                    at,
+                    keys!["metric", name, "power", "metric"],
+                    "[metric.NAME] power.metric",
+                    &p.metric,
+                )?;
+            }
+        }
         for (i, a) in self.across.iter().enumerate() {
             for (key, c) in [
                 ("base_config", &a.base_config),
