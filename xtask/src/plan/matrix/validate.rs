@@ -712,7 +712,7 @@ impl Matrix {
 
     /// [[across]], [[within]] and [metric.*]: what is compared, and how.
     fn validate_comparisons(&self, at: &Spans) -> Result<()> {
-        for (name, _) in &self.metric {
+        for name in self.metric.keys() {
             self.check_metric_name(at, keys!["metric", name], "[metric.NAME]", name)?;
         }
         for (i, a) in self.across.iter().enumerate() {
