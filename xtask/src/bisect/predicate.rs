@@ -231,7 +231,11 @@ fn judge_outcome(step: &CellResult, test: &str, case: Option<&str>, bad: &[Outco
                 (format!("{test} (before {c})"), t.outcome, t.reason.clone())
             }
             None => {
-                return Verdict::Skip(format!("{test} ran ({}) but has no case {c}", t.outcome))
+                return Verdict::Skip(format!(
+                    "{test} ran ({}) but has no case {c}{}",
+                    t.outcome,
+                    nearest_cases(t, c)
+                ))
             }
         },
     };
@@ -246,6 +250,26 @@ fn judge_outcome(step: &CellResult, test: &str, case: Option<&str>, bad: &[Outco
     } else {
         Verdict::Good(why)
     }
+}
+
+/// What a misspelt `--case` may have meant: how many cases the test ran
+/// and the three names nearest `c`.
+fn nearest_cases(t: &crate::schema::TestResult, c: &str) -> String {
+    if t.cases.is_empty() {
+        return " (it reports no cases: judge the test as a whole, without --case)".into();
+    }
+    let mut by: Vec<(f64, &str)> = t
+        .cases
+        .iter()
+        .map(|x| (strsim::jaro_winkler(c, &x.name), x.name.as_str()))
+        .collect();
+    by.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    let near: Vec<&str> = by.iter().take(3).map(|(_, n)| *n).collect();
+    format!(
+        " (it ran {} cases; the nearest: {})",
+        t.cases.len(),
+        near.join(", ")
+    )
 }
 
 /// Every case (or case-less test) that passes on the base passes here.
@@ -458,6 +482,25 @@ mod tests {
             judge(&q, &series, None, Better::Lower, 5.0),
             Verdict::Skip(_)
         ));
+        // A misspelt one is named with the nearest the test has.
+        let q = case_pred("global.user_notification_snyc");
+        let Verdict::Skip(why) = judge(&q, &series, None, Better::Lower, 5.0) else {
+            panic!("judged")
+        };
+        let n = series
+            .tests
+            .iter()
+            .find(|t| t.name == "seccomp_bpf")
+            .unwrap()
+            .cases
+            .len();
+        assert!(n > 50, "{n}");
+        assert!(
+            why.starts_with(&format!(
+                "seccomp_bpf ran (pass) but has no case global.user_notification_snyc (it ran {n} cases; the nearest: global.user_notification_sync, "
+            )),
+            "{why}"
+        );
     }
 
     /// A build predicate: a build or config error is bad, with its
