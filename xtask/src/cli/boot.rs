@@ -28,11 +28,22 @@ impl BootCmd {
         let cells = m
             .cells(&filters)
             .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--cell ", "CELL ", 1)))?;
-        let Some(cell) = cells.first() else {
-            anyhow::bail!(
+        let cell = match cells.as_slice() {
+            [] => anyhow::bail!(
                 "{}: no such cell in the matrix (see `cargo xtask list`)",
                 self.cell
-            );
+            ),
+            [one] => one,
+            many => {
+                let ids: Vec<String> = many.iter().take(10).map(|c| c.id()).collect();
+                anyhow::bail!(
+                    "CELL {}: matches {} cells ({}{}), expected one: name it whole",
+                    self.cell,
+                    many.len(),
+                    ids.join(", "),
+                    if many.len() > 10 { ", ..." } else { "" }
+                )
+            }
         };
         let cache = cache::Cache::open(cache::default_root(), true)?;
         let dir = std::env::temp_dir().join(format!("kmatrix-boot-{}", std::process::id()));
@@ -41,5 +52,35 @@ impl BootCmd {
         let cu = ui.cell(1, 1, &cell.id());
         runner::boot_interactive(&ctx, cell, &cu)?;
         Ok(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, Cmd, Env};
+    use clap::Parser;
+
+    #[test]
+    fn a_cell_glob_must_name_one_cell_before_any_work() {
+        let root = crate::golden::repo_file("");
+        let env = Env {
+            root: root.clone(),
+            cwd: root,
+        };
+        let refusal = |cell: &str| {
+            let cli = Cli::try_parse_from(["cargo xtask", "boot", cell]).unwrap();
+            let Cmd::Boot(b) = cli.cmd else {
+                panic!("parsed as another command")
+            };
+            b.run(&env).unwrap_err().to_string()
+        };
+        assert_eq!(
+            refusal("6.1/*/x86_64/tiny"),
+            "CELL 6.1/*/x86_64/tiny: matches 2 cells (6.1/base/x86_64/tiny, 6.1/seccomp-sync-wakeup/x86_64/tiny), expected one: name it whole"
+        );
+        assert_eq!(
+            refusal("6.1/nope/x86_64/tiny"),
+            "CELL 6.1/nope/x86_64/tiny: no variant `nope` in the matrix; known: base, mm-cid-work, mm-cid-work@1, seccomp-sync-wakeup"
+        );
     }
 }

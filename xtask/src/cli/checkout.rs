@@ -27,6 +27,14 @@ impl CheckoutCmd {
     /// the cache opened.
     fn validate(&self, m: &Matrix, env: &Env) -> Result<()> {
         let dest = env.path(&self.dest);
+        // A DEST under a file can never be made: say so before cloning.
+        if let Some(file) = dest.ancestors().skip(1).find(|a| a.is_file()) {
+            anyhow::bail!(
+                "DEST {}: {} is a file, so no directory can be made under it; expected a new or empty directory",
+                dest.display(),
+                file.display()
+            );
+        }
         if dest.is_file() || (dest.is_dir() && std::fs::read_dir(&dest)?.next().is_some()) {
             bail!(
                 "DEST {}: exists and is not an empty directory, expected a new or empty one",
@@ -100,6 +108,16 @@ mod tests {
         );
         let e = check(&["6.1", "kernels"]).unwrap();
         assert!(e.contains("exists and is not an empty directory"), "{e}");
+        let under = root.join("matrix.toml/linux");
+        let e = check(&["6.1", under.to_str().unwrap()]).unwrap();
+        assert_eq!(
+            e,
+            format!(
+                "DEST {}: {} is a file, so no directory can be made under it; expected a new or empty directory",
+                under.display(),
+                root.join("matrix.toml").display()
+            )
+        );
         let e = check(&[
             "6.1",
             new,
