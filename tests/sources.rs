@@ -632,3 +632,41 @@ fn a_pinned_debian_package_is_fetched_into_the_cache_not_installed() {
         .unwrap();
     assert!(!q.status.success(), "linux-source-9.9 got installed");
 }
+
+/// `--no-setup` installs nothing, b4's venv included: on a host without it
+/// `--lore` is refused before any work, saying how to make it, and no venv
+/// (no pip run) appears in the cache.
+#[test]
+fn lore_with_no_setup_on_a_host_without_b4_is_refused_and_installs_nothing() {
+    let d = scratch("lore-no-setup");
+    let cache = d.join("cache");
+    let env = [("KMATRIX_CACHE", cache.display().to_string())];
+    let out = d.join("run").display().to_string();
+    let r = xtask(
+        &[
+            "matrix",
+            "--no-setup",
+            "--kernel",
+            "6.1",
+            "--lore",
+            "20230308073201.3102738-1-avagin@google.com",
+            "--out",
+            &out,
+        ],
+        &env,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let venv = cache.join("tools/py");
+    assert!(
+        r.stderr.contains(&format!(
+            "error: --lore needs b4 from the tools venv {} (",
+            venv.display()
+        )) && r.stderr.contains(
+            "), which is not set up, and --no-setup installs nothing: run `cargo xtask setup` once, or run without --no-setup"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(!venv.exists(), "a venv was made");
+    assert!(!d.join("run").exists());
+}

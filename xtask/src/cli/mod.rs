@@ -329,13 +329,14 @@ impl SourceArgs {
 
     /// With --lore: fetches the series with b4 and points --series at the
     /// mbox it wrote (kept in the cache by message id). b4 runs from the
-    /// tools venv, so python3-venv is installed first unless --no-setup.
+    /// tools venv, so python3-venv and the venv are installed first unless
+    /// --no-setup (which refuses a host without them).
     pub fn fetch_lore(&mut self, host: &HostOpts) -> Result<()> {
         if let Some(id) = &self.lore {
             if !host.no_setup {
                 crate::host::setup::ensure(&crate::host::tools::venv_packages(), host.yes)?;
             }
-            let got = crate::host::lore::am(id, &mut |l| eprintln!("{l}"))?;
+            let got = crate::host::lore::am(id, !host.no_setup, &mut |l| eprintln!("{l}"))?;
             self.series_dir = Some(got.mbox);
             self.origin = Some(got.origin);
         }

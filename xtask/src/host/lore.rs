@@ -105,11 +105,12 @@ fn b4_version(b4: &std::path::Path) -> String {
         .unwrap_or_default()
 }
 
-/// Fetches the series `msgid` belongs to with `b4 am`.
-pub fn am(raw: &str, log: &mut dyn FnMut(&str)) -> Result<Fetched> {
+/// Fetches the series `msgid` belongs to with `b4 am` (`install`: b4's
+/// venv may be made first).
+pub fn am(raw: &str, install: bool, log: &mut dyn FnMut(&str)) -> Result<Fetched> {
     let msgid = clean_msgid(raw)?;
     let archive = archive();
-    let b4 = crate::host::tools::b4()?;
+    let b4 = crate::host::tools::b4(install)?;
     let key = KeyBuilder::new("lore")
         .add("archive", archive.as_bytes())
         .add("msgid", msgid.as_bytes())

@@ -118,12 +118,22 @@ fn npm_tools(tools: &Path) -> Result<()> {
     stamp(&node, &want)
 }
 
-/// b4 (`--lore`), from the venv, made now if it is not there yet.
-pub fn b4() -> Result<PathBuf> {
+/// b4 (`--lore`), from the venv; made now if it is not there yet and
+/// `install` (without it, `--no-setup`, nothing is installed: a missing or
+/// outdated venv is refused, saying how to make it).
+pub fn b4(install: bool) -> Result<PathBuf> {
     let tools = dir();
+    let venv = tools.join("py");
+    if !install && !stamped(&venv, &PYTHON_PACKAGES.join("\n")) {
+        anyhow::bail!(
+            "--lore needs b4 from the tools venv {} ({}), which is not set up, and --no-setup installs nothing: run `cargo xtask setup` once, or run without --no-setup",
+            venv.display(),
+            PYTHON_PACKAGES.join(" ")
+        );
+    }
     std::fs::create_dir_all(&tools).with_context(|| format!("creating {}", tools.display()))?;
     python_venv(&tools).context("b4 comes from the tools venv (`cargo xtask setup` makes it)")?;
-    Ok(tools.join("py/bin/b4"))
+    Ok(venv.join("bin/b4"))
 }
 
 /// The consumers the tests use: packages, then the venv and node_modules.
