@@ -986,8 +986,9 @@ fn a_task_hung_in_the_kernel_panics_the_guest_with_the_report() {
 }
 
 /// A host where installing QEMU would remove a package (a backported
-/// qemu-utils, as fresh machines of this kind have): `setup` names it and
-/// changes nothing; with `--yes` it installs and says what apt removes.
+/// qemu-utils, as fresh machines of this kind have): without a terminal
+/// `setup` names it and changes nothing; at a terminal it asks; with
+/// `--yes` it installs and says what apt removes.
 /// apt, dpkg and dpkg-query are the stand-ins of tests/faults/fake-apt.
 #[test]
 fn setup_names_a_package_it_would_remove_and_removes_it_only_with_yes() {
@@ -1066,6 +1067,55 @@ fn setup_names_a_package_it_would_remove_and_removes_it_only_with_yes() {
         "installed without a yes:\n{calls}"
     );
     assert!(!dir.join("installed").exists());
+
+    // At a terminal (a pseudo-terminal from util-linux's `script`, which
+    // passes on what it reads), setup asks the way apt does: a no changes
+    // nothing, a yes installs and says what apt removed.
+    let at_terminal = |answer: &str| {
+        let mut c = Command::new("script");
+        c.args([
+            "-qec",
+            &format!("'{}' setup", env!("CARGO_BIN_EXE_xtask")),
+            "/dev/null",
+        ])
+        .current_dir(repo())
+        .env("PATH", &path)
+        .env("KMATRIX_CACHE", &cache)
+        .env("FAKE_APT_LOG", &log)
+        .env("FAKE_APT_STATE", &dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().expect("util-linux's script runs");
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), answer.as_bytes()).unwrap();
+        let o = child.wait_with_output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).replace('\r', "");
+        eprintln!(
+            "setup at a terminal, answering {answer:?}: {:?}\n{out}",
+            o.status.code()
+        );
+        (o.status.code(), out)
+    };
+    let (code, out) = at_terminal("n\n");
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("kmatrix setup: installing qemu-system-x86 would remove qemu-utils [1:10.0.2+ds-2+deb13u1~bpo12+1] from this host (apt replaces")
+            && out.contains("Remove it and go on? [y/N] ")
+            && out.contains("would remove qemu-utils [1:10.0.2+ds-2+deb13u1~bpo12+1] from this host: nothing was changed (the answer was no)"),
+        "{out}"
+    );
+    assert!(!dir.join("installed").exists());
+    let (code, out) = at_terminal("y\n");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("Remove it and go on? [y/N] ")
+            && out.contains(
+                "kmatrix setup: yes: apt removes qemu-utils [1:10.0.2+ds-2+deb13u1~bpo12+1]"
+            ),
+        "{out}"
+    );
+    assert!(dir.join("installed").exists());
+    std::fs::remove_file(dir.join("installed")).unwrap();
 
     let (code, err) = setup(&["--yes"]);
     assert_eq!(code, Some(0), "{err}");

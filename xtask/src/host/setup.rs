@@ -7,7 +7,8 @@
 //! or with sudo. The default matrix's kernels are Debian 12 packages at
 //! pinned versions, which host/debian fetches on either release; elsewhere
 //! the set-up refuses with one message that says what to do instead. A
-//! package apt would remove to install ours is removed only with `--yes`.
+//! package apt would remove to install ours is removed only with `--yes`,
+//! or with a yes to the question asked at a terminal.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -264,6 +265,39 @@ fn as_root(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// `question [y/N]` when both stdin and stderr are a terminal: Some(yes)
+/// (`y` or `yes`; anything else, an empty line or the end of input is no);
+/// None without a terminal, where nobody could answer. Ctrl-C while it
+/// waits is a no.
+fn ask(question: &str) -> Option<bool> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    eprint!("{question} [y/N] ");
+    // The answer is read aside, so an interruption is seen while waiting.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(100)) {
+            Ok(line) => {
+                let a = line.trim().to_ascii_lowercase();
+                return Some(a == "y" || a == "yes");
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                if !crate::host::signals::interrupted() => {}
+            Err(_) => {
+                eprintln!();
+                return Some(false);
+            }
+        }
+    }
+}
+
 /// The packages `apt-get install -s` says it would remove (`Remv NAME
 /// [VERSION]` lines), with the version apt printed.
 pub fn removals(simulation: &str) -> Vec<String> {
@@ -318,14 +352,25 @@ pub fn ensure(extra: &[String], allow_removal: bool) -> Result<()> {
     let dry = proc::run(sim, limit::scaled(limit::APT)).context("running apt-get install -s")?;
     let gone = removals(&dry.stdout);
     if !gone.is_empty() && !allow_removal {
-        bail!(
-            "installing {} would remove {} from this host: nothing was changed.\n\
-             Run again with --yes to allow it, or install the packages yourself and use --no-setup.",
+        let what = format!(
+            "installing {} would remove {} from this host",
             todo.join(" "),
             gone.join(", ")
         );
-    }
-    if !gone.is_empty() {
+        // A person at a terminal is asked, the way apt asks; anything else
+        // is refused, saying --yes.
+        let question = format!(
+            "kmatrix setup: {what} (apt replaces a package Debian's own conflicts with, such as a backported qemu-utils beside Debian's QEMU).\nRemove it and go on?"
+        );
+        match ask(&question) {
+            Some(true) => eprintln!("kmatrix setup: yes: apt removes {}", gone.join(", ")),
+            Some(false) => bail!("{what}: nothing was changed (the answer was no)"),
+            None => bail!(
+                "{what}: nothing was changed.\n\
+                 Run again with --yes to allow it (at a terminal setup asks), or install the packages yourself and use --no-setup."
+            ),
+        }
+    } else if !gone.is_empty() {
         eprintln!("kmatrix setup: --yes: apt removes {}", gone.join(", "));
     }
     let mut args = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
