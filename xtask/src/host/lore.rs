@@ -60,8 +60,9 @@ pub fn msgid_of(raw: &str) -> std::result::Result<String, String> {
 const MSGID_PUNCT: &str = ".-_+=%~";
 
 /// What makes `s` no message id to fetch: `local@domain`, at most 250
-/// characters of MSGID_PUNCT, letters and digits, starting with neither
-/// `-` (an option to b4) nor `.`.
+/// characters of MSGID_PUNCT, letters and digits, starting with none of
+/// `-` (an option to b4), `.` (a hidden or parent path) and `~` (a shell's
+/// home directory).
 fn msgid_fault(s: &str) -> Option<String> {
     let bad = s
         .chars()
@@ -72,7 +73,7 @@ fn msgid_fault(s: &str) -> Option<String> {
             "{:?} is no character of a message id",
             bad.unwrap()
         )),
-        _ if s.starts_with(['-', '.']) => Some("it starts with `-` or `.`".into()),
+        _ if s.starts_with(['-', '.', '~']) => Some("it starts with `-`, `.` or `~`".into()),
         Some((local, domain))
             if !local.is_empty() && !domain.is_empty() && !domain.contains('@') =>
         {
@@ -199,7 +200,8 @@ mod tests {
             ("a'$(touch X)'@b", "'\\'' is no character of a message id"),
             ("a/../../x@b", "'/' is no character of a message id"),
             ("a b@c", "' ' is no character of a message id"),
-            ("-o@b", "it starts with `-` or `.`"),
+            ("-o@b", "it starts with `-`, `.` or `~`"),
+            ("~t@h", "it starts with `-`, `.` or `~`"),
         ] {
             let e = clean_msgid(raw).unwrap_err().to_string();
             assert!(
@@ -221,9 +223,96 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("302 characters"));
-        for real in ["CAHk-=wh3x+Y_5@mail.gmail.com", "87a5fsf%40x@x.org", "~t@h"] {
+        for real in [
+            "CAHk-=wh3x+Y_5@mail.gmail.com",
+            "87a5fsf%40x@x.org",
+            "t~1@h",
+        ] {
             assert_eq!(clean_msgid(real).unwrap(), real);
         }
         assert_eq!(series_name(id), "20241202140735.56368-1-gmonaco-redhat.com");
+    }
+
+    /// Seeded random ids from a stranger's mail (shell and path characters,
+    /// spaces, several `@`, letters of several bytes, lengths past the
+    /// bound, URL and bracket forms): none panics; what is taken is made of
+    /// characters a shell argument and a file name give no meaning to,
+    /// `local@domain`, one word as quoted; what is
+    /// refused says what a message id is.
+    #[test]
+    fn random_message_ids_are_taken_only_as_plain_words() {
+        use rand_xoshiro::rand_core::{Rng, SeedableRng};
+        let mut g = rand_xoshiro::Xoshiro256StarStar::seed_from_u64(0x006d_7367_6964);
+        let alphabet: Vec<char> = "abcXYZ019.-_+=%~abc@/\\'\"$`;&|<>(){}[]*?! \t\n#é—\u{0}"
+            .chars()
+            .collect();
+        let (mut taken, mut refused) = (0, 0);
+        for _ in 0..20_000 {
+            let len = match g.next_u64() % 10 {
+                0 => 240 + (g.next_u64() % 30) as usize,
+                _ => (g.next_u64() % 40) as usize,
+            };
+            // Most from an id's own characters with one `@` put in (some
+            // then given one stranger character), the rest from anything.
+            let from = if g.next_u64() % 3 == 0 {
+                &alphabet[..]
+            } else {
+                &alphabet[..19]
+            };
+            let mut id: String = (0..len)
+                .map(|_| from[(g.next_u64() % from.len() as u64) as usize])
+                .collect();
+            if from.len() == 19 {
+                let at = (g.next_u64() as usize) % (id.len() + 1);
+                id.insert(at, '@');
+                if g.next_u64() % 2 == 0 {
+                    let c = alphabet[(g.next_u64() % alphabet.len() as u64) as usize];
+                    let at = (g.next_u64() as usize) % (id.len() + 1);
+                    id.insert(at, c);
+                }
+            }
+            id = match g.next_u64() % 4 {
+                0 => format!("<{id}>"),
+                1 => format!("https://lore.kernel.org/all/{id}/"),
+                _ => id,
+            };
+            match msgid_of(&id) {
+                Ok(m) => {
+                    taken += 1;
+                    // Characters a shell gives no meaning to inside an
+                    // argument, and one word as quoted.
+                    assert!(
+                        m.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "._+=%~@-".contains(c)),
+                        "{id:?}"
+                    );
+                    let q = crate::util::shell_quote(&m);
+                    assert_eq!(
+                        shlex::split(&q).unwrap(),
+                        std::slice::from_ref(&m),
+                        "{id:?}"
+                    );
+                    assert_eq!(m.matches('@').count(), 1, "{id:?}");
+                    assert!(
+                        !m.contains('/') && !m.starts_with(['-', '.']) && m.len() <= 250,
+                        "{id:?}"
+                    );
+                    assert!(!series_name(&m).contains('/'), "{id:?}");
+                }
+                Err(e) => {
+                    refused += 1;
+                    assert!(
+                        e.ends_with(
+                            "expected a message id like 20241202140735.56368-1-gmonaco@redhat.com"
+                        ),
+                        "{id:?}: {e}"
+                    );
+                }
+            }
+        }
+        assert!(
+            taken > 100 && refused > 10_000,
+            "{taken} taken, {refused} refused"
+        );
     }
 }

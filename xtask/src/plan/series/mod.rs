@@ -4,6 +4,8 @@
 //! loads, hashes and splits it, `build::source` applies it.
 
 pub mod mbox;
+#[cfg(test)]
+mod mutations;
 
 use std::path::{Path, PathBuf};
 
