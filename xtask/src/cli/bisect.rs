@@ -12,7 +12,7 @@ use super::{Env, HostOpts, MatrixOpt, SourceArgs};
 use crate::bisect::predicate::Predicate;
 use crate::bisect::{self, report::Reproducer, BisectRequest, Bisection};
 use crate::host::ui;
-use crate::plan::matrix::{self as plan_matrix, Matrix};
+use crate::plan::matrix::{self as plan_matrix, Matrix, TestKind};
 use crate::plan::variants;
 use crate::runner::driver::{Driver, Opened, RunOptions};
 use crate::runner::policy::Policy;
@@ -238,6 +238,27 @@ pub struct PredicateArgs {
     pub regressed_by: Option<f64>,
 }
 
+/// `--case` against what the matrix declares of the test: a `programs` or
+/// `perf` test's cases are listed in matrix.toml, and a `shell` test has
+/// none, so a case they do not have is refused before any work. A
+/// kselftest's or bench's cases are known once it has run: the first step
+/// names the nearest when it has no such case.
+fn check_case(m: &Matrix, test: &str, case: &str) -> Result<()> {
+    let t = &m.test[test];
+    let declared: Vec<String> = match t.kind {
+        TestKind::Programs | TestKind::Perf => t.cases.iter().map(|c| c.name.clone()).collect(),
+        TestKind::Shell => bail!("--case {case}: test {test} is a shell command, which reports no cases; judge it whole, without --case"),
+        TestKind::Kselftest | TestKind::Bench => return Ok(()),
+    };
+    if declared.iter().any(|c| c == case) {
+        return Ok(());
+    }
+    bail!(
+        "--case {case}: not a case of test {test}; its cases (matrix.toml): {}",
+        declared.join(", ")
+    )
+}
+
 impl PredicateArgs {
     pub fn predicate(&self, m: &Matrix) -> Result<Predicate> {
         let tests: Vec<String> = m.test.keys().cloned().collect();
@@ -255,6 +276,9 @@ impl PredicateArgs {
                             })
                     })
                     .collect::<Result<Vec<_>>>()?;
+            if let Some(case) = &self.case {
+                check_case(m, test, case)?;
+            }
             return Ok(Predicate::Outcome {
                 test: test.clone(),
                 case: self.case.clone(),
@@ -540,6 +564,16 @@ mod tests {
             "--metric",
             "seccomp_notify.default.same-cpu",
         ];
+        let rseq = [
+            "--kernel",
+            "6.12",
+            "--arch",
+            "x86_64",
+            "--config",
+            "tiny",
+            "--test",
+            "rseq_selftests",
+        ];
         let with = |base: &[&str], more: &[&str]| -> Vec<String> {
             base.iter().chain(more).map(|s| s.to_string()).collect()
         };
@@ -650,6 +684,10 @@ mod tests {
                 "--series-name nope: not a series of kernel 6.1",
             ),
             (with(&t, &["--out", "matrix.toml"]), "not a directory"),
+            (
+                with(&rseq, &["--case", "basic_tset"]),
+                "--case basic_tset: not a case of test rseq_selftests; its cases (matrix.toml): basic_test, ",
+            ),
         ];
         for (args, says) in &cases {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -667,6 +705,7 @@ mod tests {
             with(&t, &["--max-boots", "3"]),
             with(&metric, &["--regressed-by", "10", "--max-boots", "6"]),
             with(&metric, &["--below=-1.5"]),
+            with(&rseq, &["--case", "basic_test"]),
             with(
                 &[
                     "--kernel",
