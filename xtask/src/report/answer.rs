@@ -101,7 +101,8 @@ fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<Stri
             .map(|(k, _)| k.clone())
             .collect()
     };
-    let failing = moved(Outcome::Pass, Outcome::Fail);
+    let mut failing = moved(Outcome::Pass, Outcome::Fail);
+    failing.extend(whole_failures(bc, nc, &failing));
     if !failing.is_empty() {
         out.push(format!("{at}: newly failing: {}", failing.join(", ")));
     }
@@ -188,6 +189,46 @@ fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<Stri
     }
     out.extend(disagree);
     out
+}
+
+/// Tests that fail as a whole in `nc`, having passed on the base or lost
+/// cases that passed there, with no case of theirs among `failing` (a kselftest that bails out before its cases,
+/// a program that aborts): "seccomp_bpf (as a whole; 97 cases that passed
+/// on the base did not run)".
+fn whole_failures(bc: &CellResult, nc: &CellResult, failing: &[String]) -> Vec<String> {
+    nc.tests
+        .iter()
+        .filter(|t| matches!(t.outcome, Outcome::Fail | Outcome::Timeout))
+        .filter_map(|t| {
+            let b = bc.tests.iter().find(|b| b.name == t.name)?;
+            let own = format!("{} ", t.name);
+            if failing.iter().any(|f| f == &t.name || f.starts_with(&own)) {
+                return None;
+            }
+            let lost = b
+                .cases
+                .iter()
+                .filter(|c| c.outcome == Outcome::Pass)
+                .filter(|c| !t.cases.iter().any(|x| x.name == c.name))
+                .count();
+            // Passed on the base, or lost cases that passed there (a base
+            // that fails only as the matrix expects still ran them).
+            if b.outcome != Outcome::Pass && lost == 0 {
+                return None;
+            }
+            Some(match lost {
+                0 => format!("{} (as a whole, {})", t.name, t.outcome),
+                1 => format!(
+                    "{} (as a whole, {}; 1 case that passed on the base did not run)",
+                    t.name, t.outcome
+                ),
+                n => format!(
+                    "{} (as a whole, {}; {n} cases that passed on the base did not run)",
+                    t.name, t.outcome
+                ),
+            })
+        })
+        .collect()
 }
 
 /// Passed, failed or was skipped: the cell ran its tests. Anything else
@@ -355,6 +396,43 @@ mod tests {
         assert_eq!(items[0], "x86_64/tiny: crash, NOT as the matrix expects");
         assert!(
             items.contains(&format!("arm64/tiny: newly failing: {name}")),
+            "{items:?}"
+        );
+
+        // A test that bails out before its cases (`Bail out!`, no case
+        // reported) fails as a whole: newly failing, its lost cases counted.
+        let mut bail = default_run();
+        let arm = bail
+            .cells
+            .iter_mut()
+            .find(|c| c.id == "6.1/seccomp-sync-wakeup/arm64/tiny")
+            .unwrap();
+        let t = arm
+            .tests
+            .iter_mut()
+            .find(|t| t.name == "seccomp_bpf")
+            .unwrap();
+        t.outcome = Outcome::Fail;
+        t.cases.clear();
+        let base_passed = bail
+            .cells
+            .iter()
+            .find(|c| c.id == "6.1/base/arm64/tiny")
+            .unwrap()
+            .tests
+            .iter()
+            .find(|t| t.name == "seccomp_bpf")
+            .unwrap()
+            .cases
+            .iter()
+            .filter(|c| c.outcome == Outcome::Pass)
+            .count();
+        assert!(base_passed > 50, "{base_passed}");
+        let items = &answer(&bail)[0].items;
+        assert!(
+            items.contains(&format!(
+                "arm64/tiny: newly failing: seccomp_bpf (as a whole, fail; {base_passed} cases that passed on the base did not run)"
+            )),
             "{items:?}"
         );
 
