@@ -4,9 +4,9 @@
 use anyhow::Result;
 use clap::Args;
 
-use super::{Env, MatrixOpt};
+use super::{Env, HostOpts, MatrixOpt, SourceArgs};
 use crate::host::{cache, ui};
-use crate::plan::matrix::Filters;
+use crate::plan::matrix::{Cell, Filters, Matrix};
 use crate::runner::{self, policy::Policy};
 
 #[derive(Args, Debug)]
@@ -15,43 +15,81 @@ pub struct BootCmd {
     cell: String,
     #[command(flatten)]
     matrix: MatrixOpt,
+    /// Where the kernel and series come from, as for `matrix` (a cell of a
+    /// `--series` or `--lore` run boots with the same flags).
+    #[command(flatten)]
+    source: SourceArgs,
+    /// Install nothing (with `--lore`: b4's venv must be there).
+    #[arg(long)]
+    no_setup: bool,
 }
 
 impl BootCmd {
-    pub fn run(self, env: &Env) -> Result<u8> {
-        let m = self.matrix.load_checked(env)?;
-        let filters = Filters {
-            cell: vec![self.cell.clone()],
-            ..Default::default()
-        };
-        // CELL is checked before the cache is opened, like --cell.
-        let cells = m
-            .cells(&filters)
-            .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--cell ", "CELL ", 1)))?;
-        let cell = match cells.as_slice() {
-            [] => anyhow::bail!(
-                "{}: no such cell in the matrix (see `cargo xtask list`)",
-                self.cell
-            ),
-            [one] => one,
-            many => {
-                let ids: Vec<String> = many.iter().take(10).map(|c| c.id()).collect();
-                anyhow::bail!(
-                    "CELL {}: matches {} cells ({}{}), expected one: name it whole",
-                    self.cell,
-                    many.len(),
-                    ids.join(", "),
-                    if many.len() > 10 { ", ..." } else { "" }
-                )
-            }
+    pub fn run(mut self, env: &Env) -> Result<u8> {
+        self.source.resolve(env);
+        let mut m = self.matrix.load_checked(env)?;
+        let kernel = self.cell.split('/').next().map(str::to_string);
+        let sourced = self.source.tree.is_some()
+            || self.source.series_dir.is_some()
+            || self.source.lore.is_some();
+        // CELL is checked before the cache is opened, like --cell; a cell
+        // of a --series, --lore or --tree kernel once the flags made it.
+        let cell = if sourced {
+            self.source.check(&m, &env.root, kernel.as_deref())?;
+            let host = HostOpts {
+                no_setup: self.no_setup,
+                ..Default::default()
+            };
+            self.source.fetch_lore(&host)?;
+            None
+        } else {
+            Some(one_cell(&m, &self.cell)?)
         };
         let cache = cache::Cache::open(cache::default_root(), true)?;
+        let cell = match cell {
+            Some(c) => c,
+            None => {
+                crate::bisect::apply_sources(
+                    &mut m,
+                    &self.source.spec(),
+                    &env.root,
+                    &cache,
+                    kernel.as_deref(),
+                )?;
+                one_cell(&m, &self.cell)?
+            }
+        };
         let dir = std::env::temp_dir().join(format!("kmatrix-boot-{}", std::process::id()));
         let ui = ui::Ui::new();
         let ctx = runner::Ctx::new(&m, env.root.clone(), &cache, dir, Policy::from_env()?);
         let cu = ui.cell(1, 1, &cell.id());
-        runner::boot_interactive(&ctx, cell, &cu)?;
+        runner::boot_interactive(&ctx, &cell, &cu)?;
         Ok(0)
+    }
+}
+
+/// The one cell of `m` that `pattern` names; refused when it names none or
+/// several.
+fn one_cell(m: &Matrix, pattern: &str) -> Result<Cell> {
+    let filters = Filters {
+        cell: vec![pattern.to_string()],
+        ..Default::default()
+    };
+    let cells = m
+        .cells(&filters)
+        .map_err(|e| anyhow::anyhow!("{}", e.to_string().replacen("--cell ", "CELL ", 1)))?;
+    match cells.as_slice() {
+        [] => anyhow::bail!("{pattern}: no such cell in the matrix (see `cargo xtask list`)"),
+        [one] => Ok(one.clone()),
+        many => {
+            let ids: Vec<String> = many.iter().take(10).map(|c| c.id()).collect();
+            anyhow::bail!(
+                "CELL {pattern}: matches {} cells ({}{}), expected one: name it whole",
+                many.len(),
+                ids.join(", "),
+                if many.len() > 10 { ", ..." } else { "" }
+            )
+        }
     }
 }
 
@@ -67,16 +105,29 @@ mod tests {
             root: root.clone(),
             cwd: root,
         };
-        let refusal = |cell: &str| {
-            let cli = Cli::try_parse_from(["cargo xtask", "boot", cell]).unwrap();
+        let refused = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).unwrap();
             let Cmd::Boot(b) = cli.cmd else {
                 panic!("parsed as another command")
             };
             b.run(&env).unwrap_err().to_string()
         };
+        let refusal = |cell: &str| refused(&["cargo xtask", "boot", cell]);
         assert_eq!(
             refusal("6.1/*/x86_64/tiny"),
             "CELL 6.1/*/x86_64/tiny: matches 2 cells (6.1/base/x86_64/tiny, 6.1/seccomp-sync-wakeup/x86_64/tiny), expected one: name it whole"
+        );
+        // The source flags of a --series run, checked before any work.
+        let e = refused(&[
+            "cargo xtask",
+            "boot",
+            "--series",
+            "no/such/dir",
+            "6.1/dir/x86_64/tiny",
+        ]);
+        assert!(
+            e.starts_with("--series ") && e.contains("no/such/dir: No such file or directory"),
+            "{e}"
         );
         assert_eq!(
             refusal("6.1/nope/x86_64/tiny"),

@@ -64,8 +64,8 @@ pub(super) fn new_result(cell: &Cell, ctx: &Ctx) -> CellResult {
 
 /// `cargo xtask matrix ...` that runs `cell` again into `run_dir`, and
 /// `cargo xtask boot ...` for a shell on its kernel: every argument
-/// quoted, the matrix kept, and the source flags (`flags`, already quoted)
-/// on the matrix command.
+/// quoted, the matrix and the source flags (`flags`, already quoted) kept
+/// on both.
 fn reproducers(cell: &Cell, matrix: Option<&str>, flags: &str, run_dir: &Path) -> (String, String) {
     let matrix = match matrix {
         Some(p) if p != "matrix.toml" => format!(" --matrix {}", shell_quote(p)),
@@ -86,8 +86,7 @@ fn reproducers(cell: &Cell, matrix: Option<&str>, flags: &str, run_dir: &Path) -
         shell_quote(&cell.id()),
         shell_quote(&run_dir.display().to_string())
     );
-    // `boot` takes no source flags: a matrix cell's kernel only.
-    let boot = format!("cargo xtask boot{matrix} {}", shell_quote(&boot_id));
+    let boot = format!("cargo xtask boot{matrix}{flags} {}", shell_quote(&boot_id));
     (xtask, boot)
 }
 
@@ -351,6 +350,8 @@ mod tests {
                 "boot",
                 "--matrix",
                 "my matrix.toml",
+                "--lore",
+                &hostile,
                 "6.1/my$series/x86_64/tiny"
             ]
         );
