@@ -826,3 +826,82 @@ fn correctness_boots_of_one_vcpu_guests_run_side_by_side() {
         .collect();
     assert_eq!(seqs, [(1, true), (2, true)], "{said}");
 }
+
+/// Kselftest targets matrix.toml does not declare, built by the tree's own
+/// selftests Makefile and run as the kernel's runner would, on both
+/// arches: `sigaltstack` (linked against the C library: the library and
+/// its loader go into the guest with it) and `size` (static, no C
+/// library). Neither has a `config` file, so the kernels are the base's.
+/// Each program is a case, and the cases of its KTAP output are nested
+/// under it; nothing else runs.
+#[test]
+fn kselftest_targets_run_as_the_kernel_builds_them_on_both_arches() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = out_dir("e2e-kselftest-targets");
+    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args([
+            "matrix",
+            "--kernel",
+            "6.1",
+            "--variant",
+            "base",
+            "--kselftest",
+            "sigaltstack",
+            "--kselftest",
+            "size:get_size",
+            "--boots",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+        .output()
+        .expect("running xtask");
+    let (_, run) = finished(&o, &out);
+    let cells = run["cells"].as_array().unwrap();
+    let ids: Vec<&str> = cells.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["6.1/base/x86_64/tiny", "6.1/base/arm64/tiny"]);
+    for cell in cells {
+        let names: Vec<&str> = cell["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["sigaltstack", "size"], "{}", cell["id"]);
+        let t = test(cell, "sigaltstack");
+        assert_eq!(t["outcome"], "pass", "{t}");
+        let cases = case_outcomes(t);
+        assert_eq!(cases[0], ("sas".to_string(), "pass".to_string()), "{t}");
+        let nested: Vec<&(String, String)> = cases
+            .iter()
+            .filter(|(n, _)| n.starts_with("sas."))
+            .collect();
+        assert!(nested.len() >= 2, "{t}");
+        assert!(nested.iter().all(|(_, o)| o == "pass"), "{t}");
+        let t = test(cell, "size");
+        assert_eq!(t["outcome"], "pass", "{t}");
+        assert_eq!(
+            case_outcomes(t)[0],
+            ("get_size".to_string(), "pass".to_string()),
+            "{t}"
+        );
+        // How the target was built: the tree's Makefile, the arch's compiler.
+        let guest = cell["reproduce"]["guest"].as_array().unwrap();
+        let make = guest
+            .iter()
+            .map(|g| g.as_str().unwrap())
+            .find(|g| g.contains("TARGETS=sigaltstack"))
+            .unwrap_or_else(|| panic!("{guest:?}"));
+        assert!(
+            make.starts_with("make -C ") && make.ends_with(" install"),
+            "{make}"
+        );
+        if cell["arch"] == "arm64" {
+            assert!(
+                make.contains(" CROSS_COMPILE=aarch64-linux-gnu- "),
+                "{make}"
+            );
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! `cargo xtask patchcheck` on real builds of 6.1: the planted series of
 //! tests/patchcheck/planted (a new warning, a checkpatch error, a break of
 //! the 32-bit x86 build only, a `run.build_only` target, a new warning in
-//! a selftest), each named with its patch and its text; and `bisect
-//! --builds i386` finding the break.
+//! a selftest), each named with its patch and its text; `bisect --builds
+//! i386` finding the break; and the 32-bit tools/perf break of the seccomp
+//! series' bench patch.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -302,5 +303,71 @@ fn the_clang_target_is_built_with_llvm_and_its_warnings_are_named() {
     assert!(
         cfg.contains("\nCONFIG_CC_IS_CLANG=y\n"),
         "not a clang build"
+    );
+}
+
+/// The seccomp series' perf bench patch (its patch 6, unchanged; see
+/// tests/patchcheck/perf32) on 32-bit x86: the kernel is the base's (the
+/// patch touches only tools/), and the 32-bit build of tools/perf breaks
+/// with the compiler's words, the bug review found on the list (`#ifdef
+/// __NR_seccomp` for `#ifndef` in tools' unistd_32.h).
+#[test]
+fn the_32bit_perf_break_of_the_seccomp_bench_patch_is_named() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("patchcheck-i386-perf");
+    let _ = std::fs::remove_dir_all(&out);
+    let t = Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .current_dir(repo())
+        .args([
+            "patchcheck",
+            "--kernel",
+            "6.1",
+            "--series",
+            "tests/patchcheck/perf32",
+            "--arch",
+            "i386",
+            "--config",
+            "tiny",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    eprintln!(
+        "patchcheck: exit {:?} in {:.0}s\n{}\n{}",
+        o.status.code(),
+        t.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(o.status.code(), Some(1), "patch 6 must fail the check");
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("patchcheck.json")).unwrap())
+            .unwrap();
+    assert_eq!(c["targets"], serde_json::json!(["i386/tiny"]));
+    let p = &c["patches"][0];
+    assert_eq!(c["patches"].as_array().unwrap().len(), 1);
+    // The kernel is the base's image: the patch changes nothing outside
+    // tools/.
+    assert_eq!(p["builds"][0]["outcome"], "pass", "{}", p["builds"][0]);
+    assert_eq!(p["builds"][0]["cached"], true, "{}", p["builds"][0]);
+    let perf = p["selftests"].as_array().unwrap();
+    assert_eq!(perf.len(), 1, "{p}");
+    let b = &perf[0];
+    assert_eq!(b["arch"], "i386", "{b}");
+    assert_eq!(b["test"], "perf_bench", "{b}");
+    assert_eq!(b["dir"], "tools/perf", "{b}");
+    assert_eq!(b["outcome"], "build-error", "{b}");
+    assert_eq!(b["built_before"], true, "{b}");
+    assert_eq!(
+        b["first_error"],
+        "bench/sched-seccomp-notify.c:45:24: error: '__NR_seccomp' undeclared (first use in this function)",
+        "{b}"
+    );
+    let md = std::fs::read_to_string(out.join("patchcheck.md")).unwrap();
+    assert!(
+        md.contains("- patch 1 \"perf/benchmark: add a new benchmark for seccom_unotify\": tools/perf (perf_bench) no longer builds for i386: `bench/sched-seccomp-notify.c:45:24: error: '__NR_seccomp' undeclared (first use in this function)`\n"),
+        "{md}"
     );
 }

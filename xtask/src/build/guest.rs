@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 
 use crate::build::cpio::Entry;
 use crate::build::kbuild::{compiler_version, make_args};
-use crate::build::perf;
+use crate::build::{ksft, perf};
 use crate::host::cache::{write_atomic, Cache, KeyBuilder};
 use crate::host::proc::{self, limit};
 use crate::kinds::{self, Recipe};
@@ -25,6 +25,14 @@ pub struct Program {
     pub script: Option<String>,
     /// More binaries in the test's directory (kind = "programs").
     pub extra: Vec<PathBuf>,
+    /// A directory copied whole into the test's directory, under this
+    /// name (a kselftest target's install).
+    pub tree: Option<(PathBuf, String)>,
+    /// Files at absolute paths of the guest (shared libraries, the loader).
+    pub files: Vec<(String, PathBuf)>,
+    /// The timeout of each case, passed to the program as its first
+    /// argument after the accelerator's scaling (kind = "target").
+    pub case_timeout_s: Option<u64>,
     pub args: Vec<String>,
     /// Guest timeout for real hardware; the initramfs scales it for the
     /// accelerator (`timeout_scale`).
@@ -237,6 +245,9 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
             binary: PathBuf::from("run.sh"),
             script: Some(text),
             extra: vec![],
+            tree: None,
+            files: vec![],
+            case_timeout_s: None,
             args: spec.args.clone(),
             timeout_s: spec.timeout_s.unwrap_or(60),
             last_boot,
@@ -266,6 +277,9 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                     binary,
                     script: None,
                     extra: vec![],
+                    tree: None,
+                    files: vec![],
+                    case_timeout_s: None,
                     args: spec.args.clone(),
                     timeout_s: spec.timeout_s.unwrap_or(default_timeout_s),
                     last_boot,
@@ -295,6 +309,9 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                 binary: PathBuf::from("run.sh"),
                 script: Some(script),
                 extra,
+                tree: None,
+                files: vec![],
+                case_timeout_s: None,
                 args: vec![],
                 timeout_s: spec.timeout_s.unwrap_or(default_timeout_s),
                 last_boot,
@@ -340,11 +357,53 @@ pub fn compile(job: &CompileJob, name: &str, spec: &TestSpec) -> Result<CompileO
                 binary: PathBuf::from("run.sh"),
                 script: Some(kinds::programs::script(&spec.cases, &unbuilt)),
                 extra,
+                tree: None,
+                files: vec![],
+                case_timeout_s: None,
                 args: vec![],
                 timeout_s: spec.timeout_s.unwrap_or(default_timeout_s),
                 last_boot,
                 compile_cmd: cmds.join("\n"),
                 compiler_output: said,
+            }))
+        }
+        Recipe::Target {
+            tree,
+            target,
+            only,
+            key_parts,
+            program_timeout_s,
+        } => {
+            let headers = headers(job.cache, &tree, job.uapi_id, job.arch)?;
+            let mut key_parts = key_parts;
+            key_parts.push(("headers".into(), job.uapi_id.to_string()));
+            let built = ksft::build(
+                job.cache, &tree, &target, job.arch, &headers, &key_parts, job.jobs,
+            )?;
+            let i = match built {
+                ksft::Built::Ok(i) => i,
+                ksft::Built::Failed { cmd, output } => return Ok(failed((cmd, output))),
+            };
+            let all = kinds::target::programs(&i.list, &target, &[]);
+            let run = kinds::target::programs(&i.list, &target, &only);
+            let absent: Vec<String> = only.iter().filter(|o| !all.contains(o)).cloned().collect();
+            let n = (run.len() + absent.len()).max(1) as u64;
+            let sub = target.replace('/', "-");
+            Ok(CompileOutcome::Ok(Program {
+                test: name.to_string(),
+                binary: PathBuf::from("run.sh"),
+                script: Some(kinds::target::script(&sub, &run, &absent)),
+                extra: vec![],
+                tree: Some((i.dir, sub)),
+                files: i.libs,
+                case_timeout_s: Some(program_timeout_s),
+                args: vec![],
+                // Every program at its own limit, and a little for the
+                // script; the matrix's timeout_s bounds the whole.
+                timeout_s: spec.timeout_s.unwrap_or(program_timeout_s * n + 10),
+                last_boot,
+                compile_cmd: i.cmd,
+                compiler_output: i.said,
             }))
         }
     }
@@ -423,12 +482,55 @@ pub fn initramfs(
                 data: read(x)?,
             });
         }
+        if let Some((from, sub)) = &p.tree {
+            tree_entries(from, &format!("tests/{}/{sub}", p.test), &mut e)?;
+        }
+        for (guest, host) in &p.files {
+            let guest = guest.trim_start_matches('/');
+            // Each parent once, before its first file.
+            let mut parent = String::new();
+            for part in guest
+                .split('/')
+                .collect::<Vec<_>>()
+                .split_last()
+                .map_or(&[][..], |(_, d)| d)
+            {
+                parent = if parent.is_empty() {
+                    part.to_string()
+                } else {
+                    format!("{parent}/{part}")
+                };
+                if !e
+                    .iter()
+                    .any(|x| matches!(x, Entry::Dir { path, .. } if *path == parent))
+                {
+                    e.push(dir(&parent));
+                }
+            }
+            // Two tests may carry the same library.
+            if !e
+                .iter()
+                .any(|x| matches!(x, Entry::File { path, .. } if path == guest))
+            {
+                e.push(Entry::File {
+                    path: guest.to_string(),
+                    mode: 0o755,
+                    data: read(host)?,
+                });
+            }
+        }
+        let args: Vec<String> = p
+            .case_timeout_s
+            .map(|t| (t * timeout_scale).to_string())
+            .into_iter()
+            .chain(p.args.iter().cloned())
+            .collect();
         list.push_str(&format!(
             "{} {} {} ./{bin} {}\n",
             p.test,
             p.timeout_s * timeout_scale,
             p.last_boot,
-            p.args.join(" ")
+            args.join(" ")
         ));
     }
     e.push(Entry::File {
@@ -437,6 +539,41 @@ pub fn initramfs(
         data: list.into_bytes(),
     });
     Ok(crate::build::cpio::gzip(&crate::build::cpio::write(&e)))
+}
+
+/// The files, links and directories under `from`, as entries under
+/// `to`, in a stable order.
+fn tree_entries(from: &Path, to: &str, e: &mut Vec<Entry>) -> Result<()> {
+    e.push(Entry::Dir {
+        path: to.into(),
+        mode: 0o755,
+    });
+    let mut names: Vec<std::fs::DirEntry> = std::fs::read_dir(from)
+        .with_context(|| format!("reading {}", from.display()))?
+        .collect::<std::io::Result<_>>()?;
+    names.sort_by_key(|d| d.file_name());
+    for d in names {
+        let path = format!("{to}/{}", d.file_name().to_string_lossy());
+        let t = d.file_type()?;
+        if t.is_dir() {
+            tree_entries(&d.path(), &path, e)?;
+        } else if t.is_symlink() {
+            e.push(Entry::Symlink {
+                path,
+                target: std::fs::read_link(d.path())?.display().to_string(),
+            });
+        } else if t.is_file() {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = d.metadata()?.permissions().mode() & 0o777;
+            e.push(Entry::File {
+                path,
+                mode,
+                data: std::fs::read(d.path())
+                    .with_context(|| format!("reading {}", d.path().display()))?,
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 pub mod cpio;
 pub mod guest;
 pub mod kbuild;
+pub mod ksft;
 pub mod perf;
 pub mod prepare;
 pub mod series;

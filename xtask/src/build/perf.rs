@@ -69,8 +69,16 @@ pub enum Built {
     },
 }
 
-/// The make command line (also the reproducer).
-pub fn make_command(tools_perf: &Path, out: &Path, arch: Arch, jobs: usize) -> Vec<String> {
+/// The make command line (also the reproducer). `asm`: a directory whose
+/// `asm/` holds the headers the arch's compiler does not search
+/// (`ArchInfo::tools_asm`).
+pub fn make_command(
+    tools_perf: &Path,
+    out: &Path,
+    arch: Arch,
+    jobs: usize,
+    asm: Option<&Path>,
+) -> Vec<String> {
     let mut v = vec![
         "make".to_string(),
         "-C".into(),
@@ -83,12 +91,41 @@ pub fn make_command(tools_perf: &Path, out: &Path, arch: Arch, jobs: usize) -> V
     if let Some(cc) = arch.info().cross_prefix {
         v.push(format!("CROSS_COMPILE={cc}"));
     }
+    v.extend(arch.info().tools_make.iter().map(|s| s.to_string()));
+    if let Some(dir) = asm {
+        v.push(format!("EXTRA_CFLAGS=-isystem {}", dir.display()));
+    }
     v.extend(MAKE_VARS.iter().map(|s| s.to_string()));
     v.push(format!("-j{jobs}"));
     // The binary only: `all` also links shared objects (dlfilters,
     // traceevent plugins), which LDFLAGS=-static cannot make.
     v.push(out.join("perf").display().to_string());
     v
+}
+
+/// A directory of the cache whose `asm` links to `headers`: what
+/// `-isystem` gives the compiler. Err(why) when the host lacks them.
+fn asm_dir(
+    cache: &Cache,
+    arch: Arch,
+    headers: &Path,
+) -> Result<std::result::Result<PathBuf, String>> {
+    if !headers.join("unistd.h").is_file() {
+        return Ok(Err(format!(
+            "tools/perf for {arch} needs {} (Debian's linux-libc-dev) and a 32-bit C library (libc6-dev-i386, lib32gcc-N-dev): run `cargo xtask setup`",
+            headers.display()
+        )));
+    }
+    let dir = cache.dir(&["perf", &format!("asm-{arch}")]);
+    std::fs::create_dir_all(&dir)?;
+    let link = dir.join("asm");
+    if std::fs::read_link(&link).ok().as_deref() != Some(headers) {
+        let tmp = dir.join(".asm.tmp");
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(headers, &tmp)?;
+        std::fs::rename(&tmp, &link)?;
+    }
+    Ok(Ok(dir))
 }
 
 /// Builds (or finds in the cache) the static perf of `tools_perf` (a
@@ -112,8 +149,20 @@ pub fn build(
     let binary = dir.join("perf");
     let said = dir.join("perf.make-output");
     let out = dir.join("build");
-    let cmd = make_command(tools_perf, &out, arch, jobs);
-    let shown = cmd.join(" ");
+    let asm = match arch.info().tools_asm {
+        None => None,
+        Some(headers) => match asm_dir(cache, arch, Path::new(headers))? {
+            Ok(d) => Some(d),
+            Err(why) => {
+                return Ok(Built::Failed {
+                    cmd: format!("tools/perf for {arch}"),
+                    output: why,
+                })
+            }
+        },
+    };
+    let cmd = make_command(tools_perf, &out, arch, jobs, asm.as_deref());
+    let shown = crate::util::shell_line(&cmd);
     if binary.exists() {
         if let Ok(text) = std::fs::read_to_string(&said) {
             return Ok(Built::Ok {
@@ -125,7 +174,13 @@ pub fn build(
     }
     std::fs::create_dir_all(&out)?;
     let mut c = Command::new(&cmd[0]);
-    c.args(&cmd[1..]);
+    // The compiler's own words, in ASCII quotes, on any host. perf's
+    // Makefile unexports LC_ALL, so the categories are set one by one.
+    c.args(&cmd[1..])
+        .env("LC_ALL", "C")
+        .env("LANG", "C")
+        .env("LC_CTYPE", "C")
+        .env("LC_MESSAGES", "C");
     let f = proc::run(c, limit::scaled(limit::GUEST_CC))?;
     let output = format!("{}{}", f.stdout, f.stderr);
     let built = out.join("perf");

@@ -248,7 +248,7 @@ fn check_case(m: &Matrix, test: &str, case: &str) -> Result<()> {
     let declared: Vec<String> = match t.kind {
         TestKind::Programs | TestKind::Perf => t.cases.iter().map(|c| c.name.clone()).collect(),
         TestKind::Shell => bail!("--case {case}: test {test} is a shell command, which reports no cases; judge it whole, without --case"),
-        TestKind::Kselftest | TestKind::Bench => return Ok(()),
+        TestKind::Kselftest | TestKind::Bench | TestKind::Target => return Ok(()),
     };
     if declared.iter().any(|c| c == case) {
         return Ok(());

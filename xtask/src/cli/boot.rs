@@ -22,12 +22,17 @@ pub struct BootCmd {
     /// Install nothing (with `--lore`: b4's venv must be there).
     #[arg(long)]
     no_setup: bool,
+    /// A kselftest target, as for `matrix`: its `config` shapes the
+    /// kernel, and the shell finds it under /tests.
+    #[arg(long, value_name = "TARGET[:PROGRAM]")]
+    kselftest: Vec<String>,
 }
 
 impl BootCmd {
     pub fn run(mut self, env: &Env) -> Result<u8> {
         self.source.resolve(env);
         let mut m = self.matrix.load_checked(env)?;
+        crate::plan::targets::declare(&mut m, &self.kselftest)?;
         let kernel = self.cell.split('/').next().map(str::to_string);
         let sourced = self.source.tree.is_some()
             || self.source.series_dir.is_some()

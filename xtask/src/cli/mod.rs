@@ -200,6 +200,13 @@ pub struct Selection {
     /// Cell id or glob (`*` matches one component), e.g. `*/base/arm64/*`.
     #[arg(long)]
     pub cell: Vec<String>,
+    /// A kselftest target of the kernel tree, as `make kselftest TARGETS=`
+    /// names it (`pidfd`, `net/forwarding`; `TARGET:PROGRAM` for one of
+    /// its programs), built by the tree's own Makefile and run as a test
+    /// of every config. Alone it selects just those tests, as --test does.
+    #[arg(long, value_name = "TARGET[:PROGRAM]")]
+    #[serde(default)]
+    pub kselftest: Vec<String>,
 }
 
 impl Selection {
@@ -211,13 +218,28 @@ impl Selection {
     }
 
     pub fn filters(&self) -> Filters {
+        let mut test = self.test.clone();
+        for k in &self.kselftest {
+            let name = crate::plan::targets::test_name(k.split(':').next().unwrap_or(k));
+            if !test.contains(&name) {
+                test.push(name);
+            }
+        }
         Filters {
             arch: self.arch.clone(),
             kernel: self.kernel.clone(),
             variant: self.variant.clone(),
-            test: self.test.clone(),
+            test,
             cell: self.cell.clone(),
         }
+    }
+
+    /// `--kselftest` again, for a reproducer: a space before each flag.
+    pub fn kselftest_flags(&self) -> String {
+        self.kselftest
+            .iter()
+            .map(|k| format!(" --kselftest {}", crate::util::shell_quote(k)))
+            .collect()
     }
 }
 

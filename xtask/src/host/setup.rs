@@ -36,6 +36,9 @@ const PACKAGES: &[(&str, &str)] = &[
     ("libcap-dev:arm64", "seccomp_bpf links libcap (arm64)"),
     ("gcc-aarch64-linux-gnu", "arm64 kernel and guest programs"),
     ("libc6-dev-arm64-cross", "static arm64 guest programs"),
+    // Not gcc-multilib: on Debian it conflicts with gcc-aarch64-linux-gnu.
+    // The 32-bit libgcc beside it is named by gcc's version (`lib32gcc`).
+    ("libc6-dev-i386", "32-bit x86 tools/perf (patchcheck)"),
     ("qemu-system-x86", "x86_64 guests"),
     ("qemu-system-arm", "arm64 guests"),
 ];
@@ -197,6 +200,33 @@ fn missing(packages: &[String]) -> Result<Vec<String>> {
     Ok(packages.iter().filter(|p| !installed(p)).cloned().collect())
 }
 
+/// The 32-bit libgcc (crt files, libgcc.a) of the host gcc's version,
+/// `lib32gcc-12-dev` on Debian 12: an installed gcc's major version, else
+/// the one apt would install. None when neither can say.
+fn lib32gcc() -> Option<String> {
+    let sh = xshell::Shell::new().ok()?;
+    let installed = xshell::cmd!(sh, "gcc -dumpversion").quiet().read().ok();
+    let major = match installed {
+        Some(v) => gcc_major(&v),
+        None => {
+            let deps = xshell::cmd!(sh, "apt-cache depends gcc")
+                .quiet()
+                .ignore_status()
+                .read()
+                .ok()?;
+            deps.lines()
+                .filter_map(|l| l.trim().strip_prefix("Depends: gcc-"))
+                .find_map(gcc_major)
+        }
+    }?;
+    Some(format!("lib32gcc-{major}-dev"))
+}
+
+/// The major version in `12`, `12.2.0` or `14`.
+fn gcc_major(v: &str) -> Option<u32> {
+    v.trim().split('.').next()?.parse().ok()
+}
+
 /// dpkg's native architecture (amd64 when dpkg cannot say).
 pub fn native_arch() -> String {
     let Ok(sh) = xshell::Shell::new() else {
@@ -315,7 +345,9 @@ pub fn removals(simulation: &str) -> Vec<String> {
 pub fn ensure(extra: &[String], allow_removal: bool) -> Result<()> {
     let mut wanted: Vec<String> = PACKAGES.iter().map(|(p, _)| p.to_string()).collect();
     wanted.extend(extra.iter().cloned());
-    let todo = missing(&wanted)?;
+    let lib32 = lib32gcc();
+    wanted.extend(lib32.clone());
+    let mut todo = missing(&wanted)?;
     if todo.is_empty() {
         return Ok(());
     }
@@ -335,6 +367,13 @@ pub fn ensure(extra: &[String], allow_removal: bool) -> Result<()> {
         as_root(&["dpkg", "--add-architecture", "arm64"])?;
     }
     as_root(&["apt-get", "update", "-q"])?;
+    // Without gcc and apt's lists, gcc's version was unknown until now.
+    if lib32.is_none() {
+        if let Some(p) = lib32gcc() {
+            todo.extend(missing(std::slice::from_ref(&p))?);
+            wanted.push(p);
+        }
+    }
     let none = uninstallable(&todo)?;
     if !none.is_empty() {
         return Err(unsupported(&format!(
@@ -473,6 +512,18 @@ pub fn busybox_in(listing: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// gcc's major version as `gcc -dumpversion` prints it on Debian 12
+    /// and 13 and as `apt-cache depends gcc` names it; a package that only
+    /// starts with the name is no version.
+    #[test]
+    fn gcc_major_version_is_read_as_gcc_and_apt_give_it() {
+        assert_eq!(gcc_major("12\n"), Some(12));
+        assert_eq!(gcc_major("14"), Some(14));
+        assert_eq!(gcc_major("12.2.0"), Some(12));
+        assert_eq!(gcc_major("12-base"), None);
+        assert_eq!(gcc_major(""), None);
+    }
 
     /// Debian 12's busybox-static has /bin/busybox, Debian 13's (merged
     /// /usr) /usr/bin/busybox: the real packages' listings.

@@ -21,6 +21,7 @@ mod ktap;
 mod perf;
 pub mod programs;
 mod shell;
+pub mod target;
 
 /// How a test's guest program comes to be.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +59,20 @@ pub enum Recipe {
         script: String,
         key_parts: Vec<(String, String)>,
         default_timeout_s: u64,
+    },
+    /// A kselftest target built and installed by the tree's own selftests
+    /// Makefile (`build::ksft`), its programs run as cases by a script
+    /// made from what it installed (`target::script`).
+    Target {
+        /// The kernel tree.
+        tree: PathBuf,
+        /// As `make TARGETS=` names it (`pidfd`, `net/forwarding`).
+        target: String,
+        /// Only these programs (all when empty).
+        only: Vec<String>,
+        key_parts: Vec<(String, String)>,
+        /// Each program's guest timeout (the target's `settings`).
+        program_timeout_s: u64,
     },
 }
 
@@ -100,5 +115,6 @@ pub fn of(kind: TestKind) -> &'static dyn Kind {
         TestKind::Shell => &shell::Shell,
         TestKind::Programs => &programs::Programs,
         TestKind::Perf => &perf::Perf,
+        TestKind::Target => &target::Target,
     }
 }

@@ -64,14 +64,18 @@ pub struct PatchCheck {
     pub selftests: Vec<SelftestBuild>,
 }
 
-/// A selftest of the matrix (kind `kselftest` or `programs`) whose
-/// directory a patch touches, compiled for one arch as the matrix compiles
-/// it for the guest, at the patch and at the step before it.
+/// A compiled test of the matrix (kind `kselftest`, `programs` or `perf`)
+/// whose directory a patch touches, compiled for one arch as the matrix
+/// compiles it for the guest, at the patch and at the step before it.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SelftestBuild {
     pub arch: String,
     /// The matrix test.
     pub test: String,
+    /// The tree directory it is built from, when it is not a selftest's
+    /// (`tools/perf`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub dir: String,
     /// `pass` or `build-error`.
     pub outcome: String,
     /// The first error line of a failed compile.
@@ -85,6 +89,16 @@ pub struct SelftestBuild {
 }
 
 impl SelftestBuild {
+    /// How the reports name it: `selftest seccomp_bpf`, `tools/perf
+    /// (perf_bench)`.
+    pub fn label(&self) -> String {
+        if self.dir.is_empty() {
+            format!("selftest {}", self.test)
+        } else {
+            format!("{} ({})", self.dir, self.test)
+        }
+    }
+
     /// Broken by this patch, or warning anew.
     pub fn is_bad(&self) -> bool {
         (self.outcome != "pass" && self.built_before) || !self.new_warnings.is_empty()
@@ -236,9 +250,10 @@ pub fn run(plan: Plan<'_>, ui: &crate::host::ui::Ui) -> Result<Check> {
             continue;
         };
         // The selftests a patch touches, once an arch: for each booted arch
-        // as its guests get them (gcc's, not a clang config's); a build-only
-        // arch has no C library for them.
-        if arch.info().boots && !steps.llvm && !selftest_arches.contains(arch) {
+        // as its guests get them (gcc's, not a clang config's); for a
+        // build-only arch, tools/perf alone (32-bit x86 has a C library
+        // from set-up, which the selftests' own libraries lack).
+        if !steps.llvm && !selftest_arches.contains(arch) {
             selftest_arches.push(*arch);
             target.selftest_steps(trees, &steps.commits, &mut check, &progress)?;
         }
@@ -458,21 +473,29 @@ impl Target<'_> {
             };
             for test in touched_tests(m, &self.files[k - 1]) {
                 let spec = &m.test[&test];
+                if !arch.info().boots && spec.kind != TestKind::Perf {
+                    continue;
+                }
+                let dir = match spec.kind {
+                    TestKind::Perf => spec.dir.clone().unwrap_or_default(),
+                    _ => String::new(),
+                };
+                let mut sb = SelftestBuild {
+                    arch: arch.name().to_string(),
+                    test: test.clone(),
+                    dir,
+                    ..Default::default()
+                };
                 let sui = progress.ui.cell(
                     progress.step,
                     progress.total,
-                    &format!("selftest {test} for {arch} at patch {k}"),
+                    &format!("{} for {arch} at patch {k}", sb.label()),
                 );
                 let before =
                     compile_selftest(self.cache, self.root, trees, prev, arch, &test, spec)?;
                 let after = compile_selftest(self.cache, self.root, trees, cur, arch, &test, spec)?;
-                let mut sb = SelftestBuild {
-                    arch: arch.name().to_string(),
-                    test: test.clone(),
-                    outcome: if after.0 { "pass" } else { "build-error" }.into(),
-                    built_before: before.0,
-                    ..Default::default()
-                };
+                sb.outcome = if after.0 { "pass" } else { "build-error" }.into();
+                sb.built_before = before.0;
                 if after.0 {
                     for f in self.files[k - 1]
                         .iter()
@@ -543,21 +566,29 @@ fn doc_steps(
     Ok(())
 }
 
+/// Where tools/perf builds from besides its own directory.
+const PERF_INPUTS: &[&str] = &["tools/arch/", "tools/include/", "tools/lib/"];
+
 /// The matrix's compiled tests (`kselftest`, `programs`, `perf`) whose
-/// directory holds one of `files`.
+/// directory holds one of `files` (for `perf`, also the tools/ directories
+/// it builds from).
 fn touched_tests(m: &Matrix, files: &[String]) -> Vec<String> {
     m.test
         .iter()
         .filter(|(_, t)| {
             matches!(
                 t.kind,
-                TestKind::Kselftest | TestKind::Programs | TestKind::Perf
+                TestKind::Kselftest | TestKind::Programs | TestKind::Perf | TestKind::Target
             )
         })
         .filter(|(_, t)| {
             t.dir.as_ref().is_some_and(|d| {
                 let d = format!("{}/", d.trim_end_matches('/'));
-                files.iter().any(|f| f.starts_with(&d))
+                files.iter().any(|f| {
+                    f.starts_with(&d)
+                        || (t.kind == TestKind::Perf
+                            && PERF_INPUTS.iter().any(|p| f.starts_with(p)))
+                })
             })
         })
         .map(|(n, _)| n.clone())
@@ -754,6 +785,13 @@ mod tests {
             ["rseq_percpu_ops", "rseq_selftests"]
         );
         assert!(t(&["kernel/sched/core.c"]).is_empty());
+        // perf builds from tools/arch, tools/include and tools/lib too.
+        assert_eq!(
+            t(&["tools/arch/x86/include/uapi/asm/unistd_32.h"]),
+            ["perf_bench"]
+        );
+        assert_eq!(t(&["tools/lib/api/fs/fs.c"]), ["perf_bench"]);
+        assert!(t(&["tools/testing/selftests/lib/config"]).is_empty());
         assert!(t(&["tools/testing/selftests/seccompx/a.c"]).is_empty());
         // A guest program of rootfs/ is not in the tree.
         assert!(t(&["rootfs/guest/seccomp_notify_bench.c"]).is_empty());

@@ -85,6 +85,11 @@ pub fn answer(c: &Check) -> Vec<String> {
         let mut tests: Vec<&str> = p.selftests.iter().map(|t| t.test.as_str()).collect();
         tests.dedup();
         for test in tests {
+            let what = p
+                .selftests
+                .iter()
+                .find(|t| t.test == test)
+                .map_or_else(|| format!("selftest {test}"), super::SelftestBuild::label);
             let of: Vec<&super::SelftestBuild> = p
                 .selftests
                 .iter()
@@ -95,7 +100,7 @@ pub fn answer(c: &Check) -> Vec<String> {
             if let Some(first) = broken.first() {
                 let on: Vec<&str> = broken.iter().map(|t| t.arch.as_str()).collect();
                 answer.push(format!(
-                    "patch {} \"{}\": selftest {test} no longer builds for {}: {}",
+                    "patch {} \"{}\": {what} no longer builds for {}: {}",
                     p.number,
                     p.info.subject,
                     on.join(", "),
@@ -113,7 +118,7 @@ pub fn answer(c: &Check) -> Vec<String> {
                 texts.dedup();
                 let on: Vec<&str> = warned.iter().map(|t| t.arch.as_str()).collect();
                 answer.push(format!(
-                    "patch {} \"{}\": selftest {test} has {} new compiler warning{} for {}",
+                    "patch {} \"{}\": {what} has {} new compiler warning{} for {}",
                     p.number,
                     p.info.subject,
                     texts.len(),
@@ -214,7 +219,7 @@ pub fn markdown(c: &Check) -> String {
                 } else {
                     t.new_warnings.join("; ")
                 };
-                format!("- {} for {}: {how}", t.test, t.arch)
+                format!("- {} for {}: {how}", t.label(), t.arch)
             })
             .collect();
         if warnings.is_empty()

@@ -42,6 +42,18 @@ pub struct ArchInfo {
     /// programs would need a C library of that arch, which set-up does not
     /// install.
     pub boots: bool,
+    /// make variables a `tools/` build (perf) for this arch needs on an
+    /// x86_64 host beyond `CROSS_COMPILE`.
+    pub tools_make: &'static [&'static str],
+    /// Where this host keeps the `asm/` headers a `tools/` build for this
+    /// arch includes, when its compiler does not search them: Debian's
+    /// amd64 ones are bi-arch, and `gcc -m32` finds them only through the
+    /// `/usr/include/asm` link of gcc-multilib, which conflicts with
+    /// gcc-aarch64-linux-gnu.
+    pub tools_asm: Option<&'static str>,
+    /// Where this (Debian, x86_64) host keeps the arch's shared libraries
+    /// and loader: a kselftest target's programs take them into the guest.
+    pub lib_dirs: &'static [&'static str],
 }
 
 const X86_64: ArchInfo = ArchInfo {
@@ -57,6 +69,13 @@ const X86_64: ArchInfo = ArchInfo {
     debian: "amd64",
     busybox_package: "busybox-static:amd64",
     boots: true,
+    tools_make: &[],
+    tools_asm: None,
+    lib_dirs: &[
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib64",
+    ],
 };
 
 const ARM64: ArchInfo = ArchInfo {
@@ -72,6 +91,14 @@ const ARM64: ArchInfo = ArchInfo {
     debian: "arm64",
     busybox_package: "busybox-static:arm64",
     boots: true,
+    tools_make: &[],
+    tools_asm: None,
+    // libc6-arm64-cross's, then multiarch arm64 packages' (libcap2:arm64).
+    lib_dirs: &[
+        "/usr/aarch64-linux-gnu/lib",
+        "/usr/lib/aarch64-linux-gnu",
+        "/lib/aarch64-linux-gnu",
+    ],
 };
 
 /// 32-bit x86: the host's gcc with `ARCH=i386` (it builds `-m32` kernels
@@ -90,6 +117,11 @@ const I386: ArchInfo = ArchInfo {
     debian: "i386",
     busybox_package: "busybox-static:i386",
     boots: false,
+    // The host gcc and binutils, 32-bit (libc6-dev-i386 and lib32gcc-N-dev,
+    // from set-up, hold the C library and libgcc).
+    tools_make: &["CC=gcc -m32", "LD=ld -m elf_i386"],
+    tools_asm: Some("/usr/include/x86_64-linux-gnu/asm"),
+    lib_dirs: &["/usr/lib32", "/lib32"],
 };
 
 impl Arch {

@@ -12,6 +12,7 @@ pub mod matrix;
 mod mutations;
 pub mod series;
 pub mod spans;
+pub mod targets;
 pub mod variants;
 
 use std::path::Path;

@@ -47,7 +47,7 @@ fn pieces(s: &str) -> Vec<Piece<'_>> {
         let fence = &rest[i..i + tick];
         let body = &rest[i + tick..];
         // The closing fence: the same number of backticks, no more.
-        let close = (0..body.len()).find(|&j| {
+        let close = body.char_indices().map(|(j, _)| j).find(|&j| {
             body[j..].starts_with(fence)
                 && !body[j + tick..].starts_with('`')
                 && (j == 0 || !body[..j].ends_with('`'))
@@ -846,6 +846,11 @@ mod tests {
         assert_eq!(md("it's `open & <shut>"), "it's `open &amp; &lt;shut&gt;");
         assert_eq!(md("no code"), "no code");
         assert_eq!(md(&crate::util::md_code("a `b` c")), "<code>a `b` c</code>");
+        // gcc's words in a UTF-8 locale: quotes of three bytes each.
+        assert_eq!(
+            md("patch 6: `x.c:45:24: error: ‘__NR_seccomp’ undeclared`"),
+            "patch 6: <code>x.c:45:24: error: ‘__NR_seccomp’ undeclared</code>"
+        );
     }
 
     #[test]

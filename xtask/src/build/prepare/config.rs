@@ -42,7 +42,10 @@ fn request(st: &Stage, cell: &Cell, src: &Source) -> ConfigRequest {
     // built.
     for tname in &st.matrix.config_tests(&cell.config) {
         let spec = &st.matrix.test[tname];
-        if matches!(spec.kind, TestKind::Kselftest | TestKind::Programs) {
+        if matches!(
+            spec.kind,
+            TestKind::Kselftest | TestKind::Programs | TestKind::Target
+        ) {
             let rel = format!("{}/config", spec.dir.as_deref().unwrap_or_default());
             // From the commit, not the build tree: that is switched only
             // when something is built.

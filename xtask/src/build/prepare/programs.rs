@@ -87,6 +87,28 @@ pub fn programs(
                     });
                     continue;
                 }
+                // A kselftest target that does not build for this arch (a
+                // library the host lacks for it, an arch it is not for) is
+                // skipped with make's own words, as kselftest does.
+                if spec.kind == TestKind::Target {
+                    ev.note(&format!(
+                        "test {test}: the target did not build for {}",
+                        cell.arch
+                    ));
+                    r.reproduce.guest.push(cmd.clone());
+                    needs.settled.push(TestResult {
+                        name: test.clone(),
+                        outcome: Outcome::Skip,
+                        reason: Some(format!(
+                            "the target did not build for {}:\n{excerpt}",
+                            cell.arch
+                        )),
+                        duration_s: None,
+                        cases: vec![],
+                        failed_by_cases: false,
+                    });
+                    continue;
+                }
                 return stop(
                     Outcome::BuildError,
                     Evidence::new(

@@ -477,6 +477,10 @@ pub enum TestKind {
     /// static for the guest arch, each case one `perf` command line, run
     /// `rounds` times in turn; each case's usecs/op is its metric.
     Perf,
+    /// A kselftest target as the kernel builds it (`make -C
+    /// tools/testing/selftests TARGETS=... install`): every program of its
+    /// list a case, with the cases of its KTAP output nested under it.
+    Target,
 }
 
 /// `kind = "programs"`: one program of the test.
@@ -553,6 +557,54 @@ pub struct TestSpec {
     /// (one sample a run); default 5.
     #[serde(default)]
     pub rounds: Option<u32>,
+    /// kind = "target": run only these programs of the target (default:
+    /// every program its kselftest-list.txt names).
+    #[serde(default)]
+    pub only: Vec<String>,
+}
+
+/// Where the kernel keeps its selftest targets.
+pub const SELFTESTS: &str = "tools/testing/selftests/";
+
+/// The target a selftests directory is (`tools/testing/selftests/pidfd`
+/// -> `pidfd`, `.../net/forwarding` -> `net/forwarding`): None for a path
+/// outside it, or one with a part that is empty, `.` or `..`, or a
+/// character a make variable or a path would read otherwise.
+pub fn target_name(dir: &str) -> Option<&str> {
+    let t = dir.strip_prefix(SELFTESTS)?.trim_end_matches('/');
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && p != "."
+            && p != ".."
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    };
+    t.split('/').all(part_ok).then_some(t)
+}
+
+impl TestSpec {
+    /// A `kind = "target"` test of the selftests directory `dir`, running
+    /// `only` these programs (all when empty): what `--kselftest` declares.
+    pub fn target(dir: &str, only: Vec<String>) -> TestSpec {
+        TestSpec {
+            kind: TestKind::Target,
+            dir: Some(dir.to_string()),
+            sources: vec![],
+            source: None,
+            command: None,
+            libs: vec![],
+            args: vec![],
+            config: vec![],
+            timeout_s: None,
+            needs: vec![],
+            boots: None,
+            includes: vec![],
+            programs: vec![],
+            cases: vec![],
+            rounds: None,
+            only,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]

@@ -492,6 +492,11 @@ impl Matrix {
                 TestKind::Perf if t.dir.is_none() || t.sources.is_empty() || t.cases.is_empty() => {
                     Some("kind = \"perf\" needs `dir` (tools/perf), `sources` (the files its benches are in) and `cases`")
                 }
+                TestKind::Target
+                    if t.dir.as_deref().is_none_or(|d| target_name(d).is_none()) =>
+                {
+                    Some("kind = \"target\" needs `dir`, a directory of tools/testing/selftests (`tools/testing/selftests/pidfd`)")
+                }
                 _ => None,
             };
             if let Some(msg) = missing {

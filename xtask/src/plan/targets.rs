@@ -1,0 +1,188 @@
+//! Kselftest targets named on the command line (`--kselftest TARGET`,
+//! `TARGET:PROGRAM` for one program): each becomes a `kind = "target"`
+//! test of the matrix, run by every config, as if matrix.toml declared
+//! `[test.TARGET] kind = "target", dir = "tools/testing/selftests/TARGET"`.
+//! Pure: whether the tree has the target is known only once it is built.
+
+use anyhow::{bail, Result};
+use toml::Spanned;
+
+use crate::plan::matrix::{target_name, Matrix, TestKind, TestSpec, SELFTESTS};
+
+/// The test name a target gets: its path with `/` as `-` (a test name
+/// has no `/`).
+pub fn test_name(target: &str) -> String {
+    target.replace('/', "-")
+}
+
+/// Declares the targets of `flags` (`TARGET` or `TARGET:PROGRAM`, each as
+/// typed) as tests run by every config; returns their test names, in
+/// order, once each. A program named for a target narrows it to the
+/// programs named; the target alone runs them all.
+pub fn declare(m: &mut Matrix, flags: &[String]) -> Result<Vec<String>> {
+    let mut names: Vec<String> = Vec::new();
+    let mut whole: Vec<String> = Vec::new();
+    for flag in flags {
+        let (target, program) = match flag.split_once(':') {
+            Some((t, p)) => (t, Some(p)),
+            None => (flag.as_str(), None),
+        };
+        let dir = format!("{SELFTESTS}{}", target.trim_end_matches('/'));
+        let Some(target) = target_name(&dir) else {
+            bail!(
+                "--kselftest {flag}: `{target}` is no kselftest target name; expected a directory of tools/testing/selftests as `make kselftest TARGETS=` names it (pidfd, net/forwarding), optionally with `:PROGRAM`"
+            );
+        };
+        if let Some(p) = program {
+            if p.is_empty() || p.contains('/') || p.chars().any(|c| c.is_whitespace()) {
+                bail!("--kselftest {flag}: `{p}` is no program name; expected TARGET:PROGRAM as kselftest-list.txt has it (pidfd:pidfd_open_test)");
+            }
+        }
+        let name = test_name(target);
+        match m.test.get_mut(&name) {
+            Some(t) if t.kind != TestKind::Target || t.dir.as_deref() != Some(dir.as_str()) => {
+                bail!(
+                    "--kselftest {flag}: the matrix already has a test `{name}` that is not this target; declare the target under another name in matrix.toml"
+                );
+            }
+            Some(t) => {
+                if let Some(p) = program {
+                    if !whole.contains(&name) && !t.only.iter().any(|o| o == p) {
+                        t.only.push(p.to_string());
+                    }
+                } else {
+                    t.only.clear();
+                    whole.push(name.clone());
+                }
+            }
+            None => {
+                let only = program.map(|p| vec![p.to_string()]).unwrap_or_default();
+                if program.is_none() {
+                    whole.push(name.clone());
+                }
+                m.test.insert(name.clone(), TestSpec::target(&dir, only));
+            }
+        }
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let add = |tests: &mut Vec<Spanned<String>>| {
+        for n in &names {
+            if !tests.iter().any(|t| t.get_ref() == n) {
+                tests.push(Spanned::new(0..0, n.clone()));
+            }
+        }
+    };
+    add(&mut m.run.tests);
+    for c in m.config.values_mut() {
+        if let Some(t) = c.tests.as_mut() {
+            add(t);
+        }
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix() -> Matrix {
+        crate::plan::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../matrix.toml"
+        )))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_target_is_a_directory_of_the_selftests_as_make_names_it() {
+        assert_eq!(target_name("tools/testing/selftests/pidfd"), Some("pidfd"));
+        assert_eq!(
+            target_name("tools/testing/selftests/net/forwarding/"),
+            Some("net/forwarding")
+        );
+        for bad in [
+            "tools/testing/selftests/",
+            "tools/testing/selftests/../../perf",
+            "tools/testing/selftests/a//b",
+            "tools/testing/selftests/a b",
+            "tools/testing/selftests/$(x)",
+            "tools/perf",
+            "pidfd",
+        ] {
+            assert_eq!(target_name(bad), None, "{bad}");
+        }
+    }
+
+    /// Each flag a test of every config, once; programs of one target
+    /// gathered; the target alone wins over its programs.
+    #[test]
+    fn flags_declare_tests_every_config_runs() {
+        let mut m = matrix();
+        let names = declare(
+            &mut m,
+            &[
+                "pidfd:pidfd_open_test".into(),
+                "timens".into(),
+                "pidfd:pidfd_getfd_test".into(),
+                "net/forwarding".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(names, ["pidfd", "timens", "net-forwarding"]);
+        let t = &m.test["pidfd"];
+        assert_eq!(t.kind, TestKind::Target);
+        assert_eq!(t.dir.as_deref(), Some("tools/testing/selftests/pidfd"));
+        assert_eq!(t.only, ["pidfd_open_test", "pidfd_getfd_test"]);
+        assert!(m.test["timens"].only.is_empty());
+        assert_eq!(
+            m.test["net-forwarding"].dir.as_deref(),
+            Some("tools/testing/selftests/net/forwarding")
+        );
+        for config in m.config.keys() {
+            let tests = m.config_tests(config);
+            for n in &names {
+                assert_eq!(
+                    tests.iter().filter(|t| *t == n).count(),
+                    1,
+                    "{config}: {tests:?}"
+                );
+            }
+        }
+        let mut m = matrix();
+        declare(
+            &mut m,
+            &["pidfd:a".into(), "pidfd".into(), "pidfd:b".into()],
+        )
+        .unwrap();
+        assert!(m.test["pidfd"].only.is_empty());
+    }
+
+    #[test]
+    fn a_flag_that_names_no_target_or_clashes_is_refused_with_the_flag() {
+        let err = |flag: &str| {
+            declare(&mut matrix(), &[flag.to_string()])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            err("../perf")
+                .starts_with("--kselftest ../perf: `../perf` is no kselftest target name"),
+            "{}",
+            err("../perf")
+        );
+        assert!(
+            err("pidfd:").contains("`` is no program name"),
+            "{}",
+            err("pidfd:")
+        );
+        assert!(err("pidfd:a b").contains("`a b` is no program name"));
+        // The default matrix's seccomp_bpf is a kselftest of its own kind.
+        assert!(
+            err("seccomp_bpf").contains("already has a test `seccomp_bpf` that is not this target"),
+            "{}",
+            err("seccomp_bpf")
+        );
+    }
+}
