@@ -899,7 +899,7 @@ fn kselftest_targets_run_as_the_kernel_builds_them_on_both_arches() {
         );
         if cell["arch"] == "arm64" {
             assert!(
-                make.contains(" CROSS_COMPILE=aarch64-linux-gnu- "),
+                make.contains(" 'CROSS_COMPILE=aarch64-linux-gnu-' "),
                 "{make}"
             );
         }

@@ -79,7 +79,8 @@ pub fn build(
     let mut key = KeyBuilder::new("kselftest-target");
     key.add("target", target.as_bytes())
         .add("arch", arch.name().as_bytes())
-        .add("cc", compiler_version(arch, false).as_bytes());
+        .add("cc", compiler_version(arch, false).as_bytes())
+        .add("libs-in", arch.info().multiarch.as_bytes());
     for (k, v) in key_parts {
         key.add(k, v.as_bytes());
     }
@@ -176,8 +177,10 @@ pub fn elf_needs(program_headers: &str, dynamic: &str) -> (Option<String>, Vec<S
 
 /// Every shared library the ELF files under `dir` need, transitively, with
 /// the loader they name: (path in the guest, file on the host). Libraries
-/// go to `kinds::target::GUEST_LIBS`, the loader to the path the programs
-/// name. Err(why) names a library the arch's directories lack.
+/// go to the arch's multiarch directory (`/lib/x86_64-linux-gnu`), where
+/// its loader looks without `LD_LIBRARY_PATH` (a test that execs with a
+/// clean environment still finds them), the loader to the path the
+/// programs name. Err(why) names a library the arch's directories lack.
 #[allow(clippy::type_complexity)]
 fn needed_libs(
     dir: &Path,
@@ -227,7 +230,7 @@ fn needed_libs(
             match find_lib(&n, arch) {
                 Some(host) => {
                     todo.push(host.clone());
-                    out.push((format!("{}/{n}", crate::kinds::target::GUEST_LIBS), host));
+                    out.push((format!("/lib/{}/{n}", arch.info().multiarch), host));
                 }
                 None => return Ok(Err(missing(&n, arch))),
             }

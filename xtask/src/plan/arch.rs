@@ -54,6 +54,9 @@ pub struct ArchInfo {
     /// Where this (Debian, x86_64) host keeps the arch's shared libraries
     /// and loader: a kselftest target's programs take them into the guest.
     pub lib_dirs: &'static [&'static str],
+    /// Debian's multiarch directory for the arch: where its loader looks
+    /// for libraries first, so the guest gets them there.
+    pub multiarch: &'static str,
 }
 
 const X86_64: ArchInfo = ArchInfo {
@@ -76,6 +79,7 @@ const X86_64: ArchInfo = ArchInfo {
         "/usr/lib/x86_64-linux-gnu",
         "/lib64",
     ],
+    multiarch: "x86_64-linux-gnu",
 };
 
 const ARM64: ArchInfo = ArchInfo {
@@ -99,6 +103,7 @@ const ARM64: ArchInfo = ArchInfo {
         "/usr/lib/aarch64-linux-gnu",
         "/lib/aarch64-linux-gnu",
     ],
+    multiarch: "aarch64-linux-gnu",
 };
 
 /// 32-bit x86: the host's gcc with `ARCH=i386` (it builds `-m32` kernels
@@ -122,6 +127,7 @@ const I386: ArchInfo = ArchInfo {
     tools_make: &["CC=gcc -m32", "LD=ld -m elf_i386"],
     tools_asm: Some("/usr/include/x86_64-linux-gnu/asm"),
     lib_dirs: &["/usr/lib32", "/lib32"],
+    multiarch: "i386-linux-gnu",
 };
 
 impl Arch {

@@ -95,6 +95,22 @@ pub fn config(
             }
             config
         }
+        // A kselftest target's own `config` asks for what it can use; one
+        // this config cannot give skips that target (`needs`), the rest of
+        // the cell runs.
+        Ok(ConfigOutcome::Dropped { missing, config })
+            if missing
+                .iter()
+                .all(|(_, origin, _)| target_configs(st, cell).contains(origin)) =>
+        {
+            let names: Vec<&str> = missing.iter().map(|(l, _, _)| l.as_str()).collect();
+            ev.note(&format!(
+                "config {}: kselftest targets' options it cannot give: {}",
+                cell.config,
+                names.join(", ")
+            ));
+            config
+        }
         Ok(ConfigOutcome::Dropped { missing, config }) => {
             let lines: Vec<String> = missing
                 .iter()
@@ -126,6 +142,60 @@ pub fn config(
     Ok(config)
 }
 
+/// The `config` files of the kselftest targets among a cell's config's
+/// tests, as `request` names them.
+fn target_configs(st: &Stage, cell: &Cell) -> Vec<String> {
+    st.matrix
+        .config_tests(&cell.config)
+        .iter()
+        .map(|t| &st.matrix.test[t])
+        .filter(|t| t.kind == TestKind::Target)
+        .map(|t| format!("{}/config", t.dir.as_deref().unwrap_or_default()))
+        .collect()
+}
+
+/// A kselftest target whose `config` asks for options the final .config
+/// lacks (a dependency this config leaves off) is skipped, naming them.
+fn target_skips(st: &Stage, cell: &Cell, src: &Source, final_config: &str) -> Vec<TestResult> {
+    let mut out = Vec::new();
+    for tname in &cell.tests {
+        let spec = &st.matrix.test[tname];
+        if spec.kind != TestKind::Target {
+            continue;
+        }
+        let rel = format!("{}/config", spec.dir.as_deref().unwrap_or_default());
+        let Some(text) = source::read_at(&src.trees.repo, &src.commit, &rel) else {
+            continue;
+        };
+        let wanted: Vec<(String, String, String)> = text
+            .lines()
+            .filter_map(crate::plan::matrix::parse_config_line)
+            .map(|(n, v)| (n, v, rel.clone()))
+            .collect();
+        let missing = kbuild::verify(final_config, &wanted);
+        if missing.is_empty() {
+            continue;
+        }
+        let said: Vec<String> = missing
+            .iter()
+            .map(|(l, _, got)| format!("{l} (the final .config has {got})"))
+            .collect();
+        out.push(TestResult {
+            name: tname.clone(),
+            outcome: Outcome::Skip,
+            reason: Some(format!(
+                "{rel} asks for what config {} cannot give (a dependency is off): {}",
+                cell.config,
+                said.join(", ")
+            )),
+            duration_s: None,
+            cases: vec![],
+            failed_by_cases: false,
+        });
+    }
+    out
+}
+
 /// A symbol a test `needs` that the tree lacks skips the test (or
 /// program); one the tree defines but the config left off is an error.
 pub fn needs(
@@ -138,7 +208,7 @@ pub fn needs(
     let final_config = std::fs::read_to_string(config).unwrap_or_default();
     let mut needs = Needs {
         absent: Vec::new(),
-        settled: Vec::new(),
+        settled: target_skips(st, cell, src, &final_config),
     };
     for tname in &cell.tests {
         let spec = &st.matrix.test[tname];
