@@ -287,3 +287,42 @@ fn git_bisect_run_with_bisect_step_names_the_same_commit_as_bisect_on_the_tree()
     assert!(log.lines().count() >= 2, "{log}");
     assert!(log.contains(&format!("{culprit} bad")), "{log}");
 }
+
+/// `bisect --kselftest`: a kselftest target matrix.toml does not declare,
+/// built by the tree's Makefile at every step, judges the steps; the
+/// planted series of tests/bisect/ksft-culprit breaks the kernel's own
+/// sigaltstack selftest at patch 2, between two comment-only patches.
+#[test]
+fn bisect_by_a_kselftest_target_names_the_patch_that_breaks_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, state, md) = bisect(
+        "bisect-kselftest",
+        &[
+            "--kernel",
+            "6.1",
+            "--series",
+            "tests/bisect/ksft-culprit",
+            "--kselftest",
+            "sigaltstack",
+        ],
+    );
+    eprintln!("{md}");
+    assert_eq!(code, 0, "{md}");
+    let ans = &state["answer"];
+    assert_eq!(ans["kind"], "found", "{md}");
+    assert_eq!(ans["index"], 2, "{md}");
+    assert_eq!(
+        ans["patch"]["subject"],
+        "signal: report only the stack's state from sigaltstack()"
+    );
+    check_step_count(&state);
+    for (prefix, judgement, _) in steps(&state) {
+        let want = if prefix >= 2 { "bad" } else { "good" };
+        assert_eq!(judgement, want, "step at {prefix}: {md}");
+    }
+    // Each step's reproducer declares the target again.
+    assert!(
+        md.contains(" --kselftest sigaltstack ") && md.contains(" --patches 2 "),
+        "{md}"
+    );
+}

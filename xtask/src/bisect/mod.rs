@@ -579,6 +579,8 @@ impl Step {
 pub struct CommitJudge<'a> {
     /// The matrix file; each commit gets its own copy, pointing at it.
     pub matrix_file: PathBuf,
+    /// `--kselftest` targets, declared in the matrix at every step.
+    pub kselftest: Vec<String>,
     pub root: &'a Path,
     pub cache: &'a cache::Cache,
     pub policy: runner::policy::Policy,
@@ -606,6 +608,7 @@ impl CommitJudge<'_> {
         ui: &ui::Ui,
     ) -> Result<(CellResult, Verdict, u32)> {
         let mut m = crate::plan::load(&self.matrix_file)?;
+        crate::plan::targets::declare(&mut m, &self.kselftest)?;
         variants::use_tree(&mut m, &self.name, &self.tree, commit);
         m.expect.clear();
         let dir = self.state_dir.join(format!("{}-{label}", &commit[..12]));

@@ -82,7 +82,7 @@ impl BisectArgs {
                 .matrix
                 .as_ref()
                 .map(|p| p.display().to_string()),
-            source_flags: self.source.flags(),
+            source_flags: self.source.flags() + &self.pred.kselftest_flag(),
             kernel: self.kernel.clone(),
             config: self.opts.config.clone(),
             series_named: self.source.series_name.is_some(),
@@ -130,7 +130,8 @@ impl BisectCmd {
             super::check_resume(&dir, "bisect")?;
             a = resumed(dir, &a)?;
         }
-        let m = a.opts.matrix.load_checked(env)?;
+        let mut m = a.opts.matrix.load_checked(env)?;
+        a.pred.declare(&mut m)?;
         a.validate(&m, env)?;
         let cache = a.opts.host.prepare(&m)?;
         let pred_args = a.pred.clone();
@@ -158,7 +159,7 @@ impl BisectCmd {
         let opts = RunOptions {
             cell_timeout_s: a.opts.cell_timeout,
             matrix_shown: a.opts.matrix.shown(),
-            source_flags: a.source.flags(),
+            source_flags: a.source.flags() + &a.pred.kselftest_flag(),
             ..Default::default()
         };
         let mut d = match Driver::open(
@@ -201,16 +202,28 @@ impl BisectCmd {
 
 /// What makes a step bad, from the command line.
 #[derive(Args, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[command(group(clap::ArgGroup::new("subject").args(["test", "kselftest"])))]
 pub struct PredicateArgs {
     /// Judge by this test's outcome (or one case's, with --case).
     #[arg(long, conflicts_with = "metric")]
     pub test: Option<String>,
-    /// With --test: the case, e.g. global.user_notification_sync.
-    #[arg(long, requires = "test")]
+    /// Judge by a kselftest target of the tree, as `matrix --kselftest`
+    /// runs it (`TARGET[:PROGRAM]`), like --test.
+    #[arg(long, value_name = "TARGET[:PROGRAM]", conflicts_with_all = ["test", "metric"])]
+    #[serde(default)]
+    pub kselftest: Option<String>,
+    /// With --test or --kselftest: the case, e.g.
+    /// global.user_notification_sync.
+    #[arg(long, requires = "subject")]
     pub case: Option<String>,
-    /// With --test: the outcomes that are bad (comma-separated: fail,
-    /// pass, skip, crash, timeout).
-    #[arg(long, value_delimiter = ',', default_value = "fail", requires = "test")]
+    /// With --test or --kselftest: the outcomes that are bad
+    /// (comma-separated: fail, pass, skip, crash, timeout).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "fail",
+        requires = "subject"
+    )]
     pub bad: Vec<String>,
     /// Bad when a test or case that passes on the base does not.
     #[arg(long, conflicts_with_all = ["test", "metric"])]
@@ -260,9 +273,27 @@ fn check_case(m: &Matrix, test: &str, case: &str) -> Result<()> {
 }
 
 impl PredicateArgs {
+    /// Declares the --kselftest target in `m` (before `predicate`).
+    pub fn declare(&self, m: &mut Matrix) -> Result<()> {
+        crate::plan::targets::declare(m, self.kselftest.as_slice())?;
+        Ok(())
+    }
+
+    /// `--kselftest` again, for a reproducer: a space before it.
+    pub fn kselftest_flag(&self) -> String {
+        self.kselftest
+            .as_ref()
+            .map(|k| format!(" --kselftest {}", crate::util::shell_quote(k)))
+            .unwrap_or_default()
+    }
+
     pub fn predicate(&self, m: &Matrix) -> Result<Predicate> {
         let tests: Vec<String> = m.test.keys().cloned().collect();
-        if let Some(test) = &self.test {
+        let target = self
+            .kselftest
+            .as_ref()
+            .map(|k| crate::plan::targets::test_name(k.split(':').next().unwrap_or(k)));
+        if let Some(test) = self.test.as_ref().or(target.as_ref()) {
             plan_matrix::known_value("test", test, &tests)?;
             let bad =
                 self.bad

@@ -817,6 +817,10 @@ mod tests {
             &["matrix", "--tree", "t", "--rev", "x", "--range", "a..b"],
             &["compare", "--out", "x"],
             &["merge", "run"],
+            // A bisect judges one test: a target or a matrix test.
+            &["bisect", "--kselftest", "pidfd", "--test", "seccomp_bpf"],
+            &["bisect", "--kselftest", "pidfd", "--metric", "m", "--above", "1"],
+            &["bisect", "--case", "c"],
         ] {
             let r = Cli::try_parse_from(["cargo xtask"].iter().chain(bad));
             assert!(r.is_err(), "{bad:?} was accepted");

@@ -47,7 +47,8 @@ impl StepCmd {
         if !tree.join(".git").exists() {
             anyhow::bail!("--tree {}: not a git checkout", tree.display());
         }
-        let template = a.opts.matrix.load_checked(env)?;
+        let mut template = a.opts.matrix.load_checked(env)?;
+        a.pred.declare(&mut template)?;
         let strings = |v: &[toml::Spanned<String>]| -> Vec<String> {
             v.iter().map(|x| x.get_ref().clone()).collect()
         };
@@ -85,6 +86,7 @@ impl StepCmd {
         std::fs::create_dir_all(&state_dir)?;
         let judge = CommitJudge {
             matrix_file: a.opts.matrix.file(env),
+            kselftest: a.pred.kselftest.iter().cloned().collect(),
             root: &env.root,
             cache: &cache,
             policy: Policy::from_env()?,
