@@ -292,8 +292,8 @@ fn x86_64_with_series_passes_every_seccomp_case() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|c| c.as_str().unwrap().contains("tools/perf O=")
-                && c.as_str().unwrap().contains("LDFLAGS=-static")),
+            .any(|c| c.as_str().unwrap().contains("tools/perf 'O=")
+                && c.as_str().unwrap().contains(" 'LDFLAGS=-static' ")),
         "{}",
         cell["reproduce"]["guest"]
     );
