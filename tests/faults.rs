@@ -860,7 +860,7 @@ fn a_perf_that_does_not_build_fails_its_test_not_the_cell() {
     let why = t["reason"].as_str().unwrap();
     assert!(why.contains("tools/perf did not build"), "{why}");
     assert!(
-        why.contains("tools/perf/bench O="),
+        why.contains("tools/perf/bench 'O="),
         "the make command: {why}"
     );
     assert!(why.contains("make"), "{why}");
