@@ -819,7 +819,15 @@ mod tests {
             &["merge", "run"],
             // A bisect judges one test: a target or a matrix test.
             &["bisect", "--kselftest", "pidfd", "--test", "seccomp_bpf"],
-            &["bisect", "--kselftest", "pidfd", "--metric", "m", "--above", "1"],
+            &[
+                "bisect",
+                "--kselftest",
+                "pidfd",
+                "--metric",
+                "m",
+                "--above",
+                "1",
+            ],
             &["bisect", "--case", "c"],
         ] {
             let r = Cli::try_parse_from(["cargo xtask"].iter().chain(bad));
