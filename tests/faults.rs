@@ -867,7 +867,7 @@ fn a_perf_that_does_not_build_fails_its_test_not_the_cell() {
     assert_eq!(test(c, "after")["outcome"], "pass", "{c}");
     assert!(
         r.stderr
-            .contains("brokenperf: its tools/perf did not build"),
+            .contains("test brokenperf: the tree's tools/perf did not build for x86_64"),
         "{}",
         r.stderr
     );

@@ -289,10 +289,7 @@ impl PredicateArgs {
 
     pub fn predicate(&self, m: &Matrix) -> Result<Predicate> {
         let tests: Vec<String> = m.test.keys().cloned().collect();
-        let target = self
-            .kselftest
-            .as_ref()
-            .map(|k| crate::plan::targets::test_name(k.split(':').next().unwrap_or(k)));
+        let target = self.kselftest.as_deref().map(crate::plan::targets::test_of);
         if let Some(test) = self.test.as_ref().or(target.as_ref()) {
             plan_matrix::known_value("test", test, &tests)?;
             let bad =

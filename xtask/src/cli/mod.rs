@@ -220,7 +220,7 @@ impl Selection {
     pub fn filters(&self) -> Filters {
         let mut test = self.test.clone();
         for k in &self.kselftest {
-            let name = crate::plan::targets::test_name(k.split(':').next().unwrap_or(k));
+            let name = crate::plan::targets::test_of(k);
             if !test.contains(&name) {
                 test.push(name);
             }

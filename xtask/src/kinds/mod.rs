@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::plan::matrix::{TestKind, TestSpec};
-use crate::schema::{CaseResult, Metric};
+use crate::schema::{CaseResult, Metric, Outcome};
 
 pub mod bench;
 mod kselftest;
@@ -105,6 +105,12 @@ pub trait Kind: Sync {
     /// kernel's tests come from another variant's (`selftests_from`).
     fn own_tree(&self) -> bool {
         false
+    }
+    /// What a guest build that failed makes of the test when the cell
+    /// still boots: its outcome and what did not build (`the tree's
+    /// tools/perf`). None: the cell is a build-error.
+    fn unbuilt(&self) -> Option<(Outcome, &'static str)> {
+        None
     }
 }
 

@@ -76,6 +76,13 @@ impl Kind for Perf {
         parse(output, decls)
     }
 
+    // A perf that does not build (a newer compiler, a host without a
+    // library) fails its test; the kernel and the other tests are still
+    // worth booting.
+    fn unbuilt(&self) -> Option<(Outcome, &'static str)> {
+        Some((Outcome::Fail, "the tree's tools/perf"))
+    }
+
     fn own_tree(&self) -> bool {
         true
     }

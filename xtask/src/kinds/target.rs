@@ -17,7 +17,7 @@ use super::programs::{case_of, never_ended, sections, End};
 use super::{ktap, Interpreted, Kind, MetricDecls, Recipe};
 use crate::host::git::subtree_id;
 use crate::plan::matrix::{target_name, TestSpec};
-use crate::schema::CaseResult;
+use crate::schema::{CaseResult, Outcome};
 use crate::util::shell_quote as quote;
 
 pub struct Target;
@@ -61,6 +61,13 @@ impl Kind for Target {
 
     fn interpret(&self, _test: &str, output: &str, _decls: &dyn MetricDecls) -> Interpreted {
         parse(output)
+    }
+
+    // A target that does not build for an arch (a library the host lacks
+    // for it, an arch it is not written for) is skipped with make's own
+    // words, as kselftest does.
+    fn unbuilt(&self) -> Option<(Outcome, &'static str)> {
+        Some((Outcome::Skip, "the target"))
     }
 }
 
@@ -138,7 +145,6 @@ pub fn parse(output: &str) -> Interpreted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::Outcome;
 
     /// A real guest run (6.1.192 x86_64 under TCG, `--kselftest
     /// sigaltstack --kselftest size:get_size`): each program a case, its

@@ -15,6 +15,11 @@ pub fn test_name(target: &str) -> String {
     target.replace('/', "-")
 }
 
+/// The test a `--kselftest TARGET[:PROGRAM]` flag declares.
+pub fn test_of(flag: &str) -> String {
+    test_name(flag.split(':').next().unwrap_or(flag))
+}
+
 /// Declares the targets of `flags` (`TARGET` or `TARGET:PROGRAM`, each as
 /// typed) as tests run by every config; returns their test names, in
 /// order, once each. A program named for a target narrows it to the

@@ -218,13 +218,11 @@ fn whole_failures(bc: &CellResult, nc: &CellResult, failing: &[String]) -> Vec<S
             }
             Some(match lost {
                 0 => format!("{} (as a whole, {})", t.name, t.outcome),
-                1 => format!(
-                    "{} (as a whole, {}; 1 case that passed on the base did not run)",
-                    t.name, t.outcome
-                ),
                 n => format!(
-                    "{} (as a whole, {}; {n} cases that passed on the base did not run)",
-                    t.name, t.outcome
+                    "{} (as a whole, {}; {n} case{} that passed on the base did not run)",
+                    t.name,
+                    t.outcome,
+                    if n == 1 { "" } else { "s" }
                 ),
             })
         })

@@ -46,7 +46,7 @@ fn request(st: &Stage, cell: &Cell, src: &Source) -> ConfigRequest {
             spec.kind,
             TestKind::Kselftest | TestKind::Programs | TestKind::Target
         ) {
-            let rel = format!("{}/config", spec.dir.as_deref().unwrap_or_default());
+            let rel = dir_config(spec);
             // From the commit, not the build tree: that is switched only
             // when something is built.
             if let Some(text) = source::read_at(&src.trees.repo, &src.commit, &rel) {
@@ -150,8 +150,13 @@ fn target_configs(st: &Stage, cell: &Cell) -> Vec<String> {
         .iter()
         .map(|t| &st.matrix.test[t])
         .filter(|t| t.kind == TestKind::Target)
-        .map(|t| format!("{}/config", t.dir.as_deref().unwrap_or_default()))
+        .map(dir_config)
         .collect()
+}
+
+/// A selftest directory's `config` file, as the requests name its lines.
+fn dir_config(spec: &crate::plan::matrix::TestSpec) -> String {
+    format!("{}/config", spec.dir.as_deref().unwrap_or_default())
 }
 
 /// A kselftest target whose `config` asks for options the final .config
@@ -163,7 +168,7 @@ fn target_skips(st: &Stage, cell: &Cell, src: &Source, final_config: &str) -> Ve
         if spec.kind != TestKind::Target {
             continue;
         }
-        let rel = format!("{}/config", spec.dir.as_deref().unwrap_or_default());
+        let rel = dir_config(spec);
         let Some(text) = source::read_at(&src.trees.repo, &src.commit, &rel) else {
             continue;
         };

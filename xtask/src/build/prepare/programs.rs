@@ -1,7 +1,8 @@
 //! The programs phase: each test's static guest program, from the
 //! selftests' tree (or the cell's own, for a kind that says so), cached by
-//! content; a `perf` that does not build fails its test and leaves the
-//! rest; and the initramfs that carries them.
+//! content; a test whose kind says so (`perf`, `target`) is settled when
+//! it does not build and leaves the rest; and the initramfs that carries
+//! them.
 
 use std::path::Path;
 
@@ -71,38 +72,14 @@ pub fn programs(
                     "$ {cmd}\n{}",
                     kbuild::first_errors(&stderr.lines().map(str::to_string).collect::<Vec<_>>())
                 );
-                // A perf that does not build (a newer compiler, a host
-                // without a library) fails its test; the kernel and the
-                // other tests are still worth booting.
-                if spec.kind == TestKind::Perf {
-                    ev.note(&format!("test {test}: its tools/perf did not build"));
+                if let Some((outcome, what)) = kinds::of(spec.kind).unbuilt() {
+                    let said = format!("{what} did not build for {}", cell.arch);
+                    ev.note(&format!("test {test}: {said}"));
                     r.reproduce.guest.push(cmd.clone());
                     needs.settled.push(TestResult {
                         name: test.clone(),
-                        outcome: Outcome::Fail,
-                        reason: Some(format!("the tree's tools/perf did not build:\n{excerpt}")),
-                        duration_s: None,
-                        cases: vec![],
-                        failed_by_cases: false,
-                    });
-                    continue;
-                }
-                // A kselftest target that does not build for this arch (a
-                // library the host lacks for it, an arch it is not for) is
-                // skipped with make's own words, as kselftest does.
-                if spec.kind == TestKind::Target {
-                    ev.note(&format!(
-                        "test {test}: the target did not build for {}",
-                        cell.arch
-                    ));
-                    r.reproduce.guest.push(cmd.clone());
-                    needs.settled.push(TestResult {
-                        name: test.clone(),
-                        outcome: Outcome::Skip,
-                        reason: Some(format!(
-                            "the target did not build for {}:\n{excerpt}",
-                            cell.arch
-                        )),
+                        outcome,
+                        reason: Some(format!("{said}:\n{excerpt}")),
                         duration_s: None,
                         cases: vec![],
                         failed_by_cases: false,
