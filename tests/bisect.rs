@@ -326,3 +326,44 @@ fn bisect_by_a_kselftest_target_names_the_patch_that_breaks_it() {
         "{md}"
     );
 }
+
+/// A planted series whose middle patch breaks one case of a KUnit suite
+/// (tests/bisect/kunit-culprit): bisected by that case, the suites built
+/// into every step's kernel by the tree's own .kunitconfig.
+#[test]
+fn bisect_by_a_kunit_case_names_the_patch_that_breaks_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, state, md) = bisect(
+        "bisect-kunit",
+        &[
+            "--kernel",
+            "6.1",
+            "--series",
+            "tests/bisect/kunit-culprit",
+            "--kunit",
+            "string-stream-test",
+            "--kunitconfig",
+            "lib/kunit/.kunitconfig",
+            "--case",
+            "string-stream-test.string_stream_test_empty_on_creation",
+        ],
+    );
+    eprintln!("{md}");
+    assert_eq!(code, 0, "{md}");
+    let ans = &state["answer"];
+    assert_eq!(ans["kind"], "found", "{md}");
+    assert_eq!(ans["index"], 2, "{md}");
+    assert_eq!(
+        ans["patch"]["subject"],
+        "kunit: string-stream: a stream of empty fragments is empty too"
+    );
+    check_step_count(&state);
+    for (prefix, judgement, _) in steps(&state) {
+        let want = if prefix >= 2 { "bad" } else { "good" };
+        assert_eq!(judgement, want, "step at {prefix}: {md}");
+    }
+    assert!(
+        md.contains(" --kunit string-stream-test --kunitconfig lib/kunit/.kunitconfig "),
+        "{md}"
+    );
+}

@@ -849,6 +849,8 @@ fn kselftest_targets_run_as_the_kernel_builds_them_on_both_arches() {
             "sigaltstack",
             "--kselftest",
             "size:get_size",
+            "--kunitconfig",
+            "lib/kunit/.kunitconfig",
             "--boots",
             "1",
             "--out",
@@ -868,7 +870,35 @@ fn kselftest_targets_run_as_the_kernel_builds_them_on_both_arches() {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["sigaltstack", "size"], "{}", cell["id"]);
+        assert_eq!(names, ["sigaltstack", "size", "kunit"], "{}", cell["id"]);
+        // The suites of lib/kunit/.kunitconfig, run by the kernel at boot
+        // and read from debugfs: each suite a case, its cases under it.
+        let t = test(cell, "kunit");
+        assert_eq!(t["outcome"], "pass", "{t}");
+        let cases = case_outcomes(t);
+        let suites: Vec<&str> = cases
+            .iter()
+            .filter(|(n, _)| !n.contains('.'))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        for s in ["example", "kunit-try-catch-test", "string-stream-test"] {
+            assert!(suites.contains(&s), "{s}: {suites:?}");
+        }
+        let case = |n: &str| cases.iter().find(|(c, _)| c == n).map(|(_, o)| o.as_str());
+        assert_eq!(case("example.example_simple_test"), Some("pass"), "{t}");
+        assert_eq!(case("example.example_skip_test"), Some("skip"), "{t}");
+        assert_eq!(
+            case("string-stream-test.string_stream_test_empty_on_creation"),
+            Some("pass"),
+            "{t}"
+        );
+        let cmdline = cell["reproduce"]["qemu"].as_str().unwrap_or_default();
+        assert!(cmdline.contains(" kunit.filter_glob=*"), "{cmdline}");
+        let again = cell["reproduce"]["xtask"].as_str().unwrap();
+        assert!(
+            again.contains(" --kunitconfig lib/kunit/.kunitconfig"),
+            "{again}"
+        );
         let t = test(cell, "sigaltstack");
         assert_eq!(t["outcome"], "pass", "{t}");
         let cases = case_outcomes(t);

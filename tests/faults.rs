@@ -1140,3 +1140,50 @@ fn nix_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// `list --tests`: what a run with the same selection would boot, the
+/// tree's own tests declared by their flags as `matrix` declares them.
+#[test]
+fn list_shows_each_cell_with_the_tests_a_run_would_boot() {
+    let o = xtask()
+        .args([
+            "list",
+            "--tests",
+            "--kernel",
+            "6.1",
+            "--arch",
+            "x86_64",
+            "--kselftest",
+            "pidfd",
+            "--kunit",
+            "cmdline*",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "6.1/base/x86_64/tiny pidfd kunit\n6.1/seccomp-sync-wakeup/x86_64/tiny pidfd kunit\n"
+    );
+    let o = xtask()
+        .args([
+            "list",
+            "--tests",
+            "--json",
+            "--cell",
+            "6.12/base/x86_64/wide",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "{\"cell\":\"6.12/base/x86_64/wide\",\"tests\":[\"mm_cid\"]}\n"
+    );
+    let o = xtask().args(["list", "--kunit", "a b"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--kunit a b: `a b` is no KUnit filter glob"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -581,6 +581,9 @@ pub struct CommitJudge<'a> {
     pub matrix_file: PathBuf,
     /// `--kselftest` targets, declared in the matrix at every step.
     pub kselftest: Vec<String>,
+    /// `--kunit` and `--kunitconfig`, declared the same way.
+    pub kunit: Option<String>,
+    pub kunitconfig: Option<String>,
     pub root: &'a Path,
     pub cache: &'a cache::Cache,
     pub policy: runner::policy::Policy,
@@ -609,6 +612,11 @@ impl CommitJudge<'_> {
     ) -> Result<(CellResult, Verdict, u32)> {
         let mut m = crate::plan::load(&self.matrix_file)?;
         crate::plan::targets::declare(&mut m, &self.kselftest)?;
+        crate::plan::targets::declare_kunit(
+            &mut m,
+            self.kunit.as_deref(),
+            self.kunitconfig.as_deref(),
+        )?;
         variants::use_tree(&mut m, &self.name, &self.tree, commit);
         m.expect.clear();
         let dir = self.state_dir.join(format!("{}-{label}", &commit[..12]));

@@ -15,6 +15,7 @@ use crate::boot::accel::{Choice, Chooser};
 use crate::boot::qemu;
 use crate::build::guest::{self, Program};
 use crate::host::events::{CellEvents, Phase};
+use crate::kinds::kunit;
 use crate::plan::arch::Accel;
 use crate::plan::matrix::{Cell, Matrix, TestKind};
 use crate::schema::{CellResult, Evidence, EvidenceKind, Outcome};
@@ -86,11 +87,28 @@ pub fn guest_for(
             .iter()
             .chain(env.extra_cmdline)
             .cloned()
+            .chain(kunit_filter(env.matrix, cell))
             .chain((boot > 1).then(|| format!("kmatrix.boot={boot}")))
             .collect(),
         results,
         interactive: false,
     }
+}
+
+/// `kunit.filter_glob` for a cell whose kernel has KUnit suites built in
+/// (a KUnit test of its config): the glob of the KUnit tests it runs.
+fn kunit_filter(m: &Matrix, cell: &Cell) -> Option<String> {
+    let is_kunit = |t: &String| m.test[t].kind == TestKind::Kunit;
+    if !m.config_tests(&cell.config).iter().any(is_kunit) {
+        return None;
+    }
+    let globs: Vec<&str> = cell
+        .tests
+        .iter()
+        .filter(|t| is_kunit(t))
+        .map(|t| kunit::glob(&m.test[t]))
+        .collect();
+    kunit::cmdline(&globs)
 }
 
 /// The accelerator, which also decides the test timeouts' scale. A probe,

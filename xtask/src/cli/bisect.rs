@@ -82,7 +82,7 @@ impl BisectArgs {
                 .matrix
                 .as_ref()
                 .map(|p| p.display().to_string()),
-            source_flags: self.source.flags() + &self.pred.kselftest_flag(),
+            source_flags: self.source.flags() + &self.pred.own_test_flags(),
             kernel: self.kernel.clone(),
             config: self.opts.config.clone(),
             series_named: self.source.series_name.is_some(),
@@ -159,7 +159,7 @@ impl BisectCmd {
         let opts = RunOptions {
             cell_timeout_s: a.opts.cell_timeout,
             matrix_shown: a.opts.matrix.shown(),
-            source_flags: a.source.flags() + &a.pred.kselftest_flag(),
+            source_flags: a.source.flags() + &a.pred.own_test_flags(),
             ..Default::default()
         };
         let mut d = match Driver::open(
@@ -202,7 +202,7 @@ impl BisectCmd {
 
 /// What makes a step bad, from the command line.
 #[derive(Args, Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[command(group(clap::ArgGroup::new("subject").args(["test", "kselftest"])))]
+#[command(group(clap::ArgGroup::new("subject").args(["test", "kselftest", "kunit"])))]
 pub struct PredicateArgs {
     /// Judge by this test's outcome (or one case's, with --case).
     #[arg(long, conflicts_with = "metric")]
@@ -212,11 +212,20 @@ pub struct PredicateArgs {
     #[arg(long, value_name = "TARGET[:PROGRAM]", conflicts_with_all = ["test", "metric"])]
     #[serde(default)]
     pub kselftest: Option<String>,
-    /// With --test or --kselftest: the case, e.g.
+    /// Judge by KUnit suites of the tree, as `matrix --kunit` runs them
+    /// (the test `kunit`, a case a suite or `SUITE.CASE`), like --test.
+    #[arg(long, value_name = "GLOB", conflicts_with_all = ["test", "metric", "kselftest"])]
+    #[serde(default)]
+    pub kunit: Option<String>,
+    /// With --kunit: the tree's .kunitconfig that builds the suites.
+    #[arg(long, value_name = "PATH", requires = "kunit")]
+    #[serde(default)]
+    pub kunitconfig: Option<String>,
+    /// With --test, --kselftest or --kunit: the case, e.g.
     /// global.user_notification_sync.
     #[arg(long, requires = "subject")]
     pub case: Option<String>,
-    /// With --test or --kselftest: the outcomes that are bad
+    /// With --test, --kselftest or --kunit: the outcomes that are bad
     /// (comma-separated: fail, pass, skip, crash, timeout).
     #[arg(
         long,
@@ -261,7 +270,9 @@ fn check_case(m: &Matrix, test: &str, case: &str) -> Result<()> {
     let declared: Vec<String> = match t.kind {
         TestKind::Programs | TestKind::Perf => t.cases.iter().map(|c| c.name.clone()).collect(),
         TestKind::Shell => bail!("--case {case}: test {test} is a shell command, which reports no cases; judge it whole, without --case"),
-        TestKind::Kselftest | TestKind::Bench | TestKind::Target => return Ok(()),
+        TestKind::Kselftest | TestKind::Bench | TestKind::Target | TestKind::Kunit => {
+            return Ok(())
+        }
     };
     if declared.iter().any(|c| c == case) {
         return Ok(());
@@ -273,23 +284,30 @@ fn check_case(m: &Matrix, test: &str, case: &str) -> Result<()> {
 }
 
 impl PredicateArgs {
-    /// Declares the --kselftest target in `m` (before `predicate`).
+    /// Declares the --kselftest target or --kunit test in `m` (before
+    /// `predicate`).
     pub fn declare(&self, m: &mut Matrix) -> Result<()> {
         crate::plan::targets::declare(m, self.kselftest.as_slice())?;
+        crate::plan::targets::declare_kunit(m, self.kunit.as_deref(), self.kunitconfig.as_deref())?;
         Ok(())
     }
 
-    /// `--kselftest` again, for a reproducer: a space before it.
-    pub fn kselftest_flag(&self) -> String {
-        self.kselftest
-            .as_ref()
-            .map(|k| format!(" --kselftest {}", crate::util::shell_quote(k)))
-            .unwrap_or_default()
+    /// `--kselftest`, `--kunit`, `--kunitconfig` again, for a reproducer:
+    /// a space before each.
+    pub fn own_test_flags(&self) -> String {
+        super::own_test_flags(self.kselftest.as_slice(), &self.kunit, &self.kunitconfig)
     }
 
     pub fn predicate(&self, m: &Matrix) -> Result<Predicate> {
         let tests: Vec<String> = m.test.keys().cloned().collect();
-        let target = self.kselftest.as_deref().map(crate::plan::targets::test_of);
+        let target = self
+            .kselftest
+            .as_deref()
+            .map(crate::plan::targets::test_of)
+            .or(self
+                .kunit
+                .as_ref()
+                .map(|_| crate::plan::targets::KUNIT_TEST.to_string()));
         if let Some(test) = self.test.as_ref().or(target.as_ref()) {
             plan_matrix::known_value("test", test, &tests)?;
             let bad =

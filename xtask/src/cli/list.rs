@@ -1,11 +1,12 @@
-//! `cargo xtask list`: the cell ids the matrix expands to; `--groups`: one
-//! entry per kernel/arch/config with all its variants, the unit of CI
-//! fan-out (compared cells run on the same machine).
+//! `cargo xtask list`: the cell ids the matrix expands to, narrowed as
+//! `matrix` narrows them (`--tests`: with the tests each would run);
+//! `--groups`: one entry per kernel/arch/config with all its variants,
+//! the unit of CI fan-out (compared cells run on the same machine).
 
 use anyhow::Result;
 use clap::Args;
 
-use super::{Env, MatrixOpt};
+use super::{Env, MatrixOpt, Selection};
 use crate::plan::matrix::{Filters, Matrix};
 
 #[derive(Args, Debug)]
@@ -17,6 +18,14 @@ pub struct ListCmd {
     /// One line (JSON object) per kernel/arch/config with its `--cell` glob.
     #[arg(long)]
     groups: bool,
+    /// The cells and tests a `matrix` run with the same selection would
+    /// boot (`--kselftest`, `--kunit` declare theirs as it does).
+    #[command(flatten)]
+    select: Selection,
+    /// Each cell with the tests it runs: `CELL TEST...` (with --json, an
+    /// object per cell: `{"cell": ..., "tests": [...]}`).
+    #[arg(long, conflicts_with = "groups")]
+    tests: bool,
 }
 
 /// One CI job: a kernel/arch/config with all its variants.
@@ -47,7 +56,9 @@ pub fn groups(m: &Matrix) -> Result<Vec<Group>> {
 
 impl ListCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
-        let m = self.matrix.load_checked(env)?;
+        let mut m = self.matrix.load_checked(env)?;
+        self.select.declare(&mut m)?;
+        self.select.check(&m.names())?;
         if self.groups {
             let gs = groups(&m)?;
             if self.json {
@@ -59,11 +70,19 @@ impl ListCmd {
             }
             return Ok(0);
         }
-        let ids: Vec<String> = m
-            .cells(&Filters::default())?
-            .iter()
-            .map(|c| c.id())
-            .collect();
+        let cells = m.cells(&self.select.filters())?;
+        if self.tests {
+            for c in &cells {
+                if self.json {
+                    let o = serde_json::json!({"cell": c.id(), "tests": c.tests});
+                    println!("{o}");
+                } else {
+                    println!("{} {}", c.id(), c.tests.join(" "));
+                }
+            }
+            return Ok(0);
+        }
+        let ids: Vec<String> = cells.iter().map(|c| c.id()).collect();
         if self.json {
             println!("{}", serde_json::to_string(&ids)?);
         } else {

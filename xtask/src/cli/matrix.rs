@@ -167,7 +167,7 @@ pub fn execute(
 ) -> Result<(u8, PathBuf)> {
     let policy = a.policy.policy()?;
     let mut m = a.matrix.load_checked(env)?;
-    crate::plan::targets::declare(&mut m, &a.select.kselftest)?;
+    a.select.declare(&mut m)?;
     a.validate(&m, env, sweep)?;
     let cache = a.host.prepare(&m)?;
     crate::bisect::apply_sources(
@@ -197,7 +197,7 @@ pub fn execute(
         retries: a.retries,
         resume: a.resume.is_some(),
         matrix_shown: a.matrix.shown(),
-        source_flags: a.source.flags() + &a.select.kselftest_flags(),
+        source_flags: a.source.flags() + &a.select.own_test_flags(),
     };
     let mut d = match Driver::open(&m, &env.root, &cache, policy, run_dir, opts, &ui)? {
         Opened::Ready(d) => d,

@@ -207,6 +207,19 @@ pub struct Selection {
     #[arg(long, value_name = "TARGET[:PROGRAM]")]
     #[serde(default)]
     pub kselftest: Vec<String>,
+    /// KUnit suites of the kernel tree, built into each kernel and run at
+    /// boot: a glob as `kunit.filter_glob` takes it (`cmdline*`,
+    /// `kunit*.example_simple_test`), run as the test `kunit` of every
+    /// config. Alone it selects just that test, as --test does.
+    #[arg(long, value_name = "GLOB")]
+    #[serde(default)]
+    pub kunit: Option<String>,
+    /// The tree's .kunitconfig (or its directory) whose options build the
+    /// suites (`lib/kunit/.kunitconfig`); default: kunit_tool's
+    /// default.config, every test the config allows.
+    #[arg(long, value_name = "PATH")]
+    #[serde(default)]
+    pub kunitconfig: Option<String>,
 }
 
 impl Selection {
@@ -219,8 +232,14 @@ impl Selection {
 
     pub fn filters(&self) -> Filters {
         let mut test = self.test.clone();
-        for k in &self.kselftest {
-            let name = crate::plan::targets::test_of(k);
+        let kunit = (self.kunit.is_some() || self.kunitconfig.is_some())
+            .then(|| crate::plan::targets::KUNIT_TEST.to_string());
+        for name in self
+            .kselftest
+            .iter()
+            .map(|k| crate::plan::targets::test_of(k))
+            .chain(kunit)
+        {
             if !test.contains(&name) {
                 test.push(name);
             }
@@ -234,13 +253,38 @@ impl Selection {
         }
     }
 
-    /// `--kselftest` again, for a reproducer: a space before each flag.
-    pub fn kselftest_flags(&self) -> String {
-        self.kselftest
-            .iter()
-            .map(|k| format!(" --kselftest {}", crate::util::shell_quote(k)))
-            .collect()
+    /// `--kselftest`, `--kunit` and `--kunitconfig` again, for a
+    /// reproducer: a space before each flag.
+    pub fn own_test_flags(&self) -> String {
+        own_test_flags(&self.kselftest, &self.kunit, &self.kunitconfig)
     }
+
+    /// Declares the tests of `--kselftest`, `--kunit` and `--kunitconfig`.
+    pub fn declare(&self, m: &mut Matrix) -> Result<()> {
+        crate::plan::targets::declare(m, &self.kselftest)?;
+        crate::plan::targets::declare_kunit(m, self.kunit.as_deref(), self.kunitconfig.as_deref())?;
+        Ok(())
+    }
+}
+
+/// The flags that declare the kernel's own tests, for a reproducer.
+pub fn own_test_flags(
+    kselftest: &[String],
+    kunit: &Option<String>,
+    kunitconfig: &Option<String>,
+) -> String {
+    let q = crate::util::shell_quote;
+    let mut s: String = kselftest
+        .iter()
+        .map(|k| format!(" --kselftest {}", q(k)))
+        .collect();
+    if let Some(g) = kunit {
+        s += &format!(" --kunit {}", q(g));
+    }
+    if let Some(p) = kunitconfig {
+        s += &format!(" --kunitconfig {}", q(p));
+    }
+    s
 }
 
 /// How guests run on this host: pinning and keep-busy (the accelerator

@@ -87,6 +87,8 @@ impl StepCmd {
         let judge = CommitJudge {
             matrix_file: a.opts.matrix.file(env),
             kselftest: a.pred.kselftest.iter().cloned().collect(),
+            kunit: a.pred.kunit.clone(),
+            kunitconfig: a.pred.kunitconfig.clone(),
             root: &env.root,
             cache: &cache,
             policy: Policy::from_env()?,

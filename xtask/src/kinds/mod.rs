@@ -18,6 +18,7 @@ use crate::schema::{CaseResult, Metric, Outcome};
 pub mod bench;
 mod kselftest;
 mod ktap;
+pub mod kunit;
 mod perf;
 pub mod programs;
 mod shell;
@@ -122,5 +123,6 @@ pub fn of(kind: TestKind) -> &'static dyn Kind {
         TestKind::Programs => &programs::Programs,
         TestKind::Perf => &perf::Perf,
         TestKind::Target => &target::Target,
+        TestKind::Kunit => &kunit::Kunit,
     }
 }

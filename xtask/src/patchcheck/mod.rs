@@ -25,7 +25,7 @@ use crate::build::source::Trees;
 use crate::build::{guest, kbuild};
 use crate::host::proc::{self, limit};
 use crate::plan::arch::Arch;
-use crate::plan::matrix::{Cell, Filters, Matrix, TestKind};
+use crate::plan::matrix::{target_name, Cell, Filters, Matrix, TestKind, SELFTESTS};
 use crate::runner::{self, Ctx};
 use crate::schema::Outcome;
 use parse::Finding;
@@ -457,8 +457,9 @@ impl Target<'_> {
         Ok(steps)
     }
 
-    /// The matrix's selftests each patch touches, compiled before and
-    /// after it for this arch: a build it breaks, warnings it adds.
+    /// The selftests each patch touches (the matrix's, and any other
+    /// kselftest target of the tree), compiled before and after it for
+    /// this arch: a build it breaks, warnings it adds.
     fn selftest_steps(
         &self,
         trees: &Trees,
@@ -471,8 +472,26 @@ impl Target<'_> {
             let (Some(Some(prev)), Some(Some(cur))) = (commits.get(k - 1), commits.get(k)) else {
                 continue;
             };
-            for test in touched_tests(m, &self.files[k - 1]) {
-                let spec = &m.test[&test];
+            let has_makefile = |dir: &str| {
+                crate::build::source::read_at(&trees.repo, cur, &format!("{dir}/Makefile"))
+                    .is_some()
+            };
+            let targets = touched_targets(m, &self.files[k - 1], has_makefile);
+            let targets: Vec<(String, crate::plan::matrix::TestSpec)> = targets
+                .iter()
+                .map(|dir| {
+                    let name = target_name(dir).unwrap_or(dir);
+                    (
+                        crate::plan::targets::test_name(name),
+                        crate::plan::matrix::TestSpec::target(dir, vec![]),
+                    )
+                })
+                .collect();
+            let touched = touched_tests(m, &self.files[k - 1])
+                .into_iter()
+                .map(|t| (t.clone(), &m.test[&t]))
+                .chain(targets.iter().map(|(n, s)| (n.clone(), s)));
+            for (test, spec) in touched {
                 if !arch.info().boots && spec.kind != TestKind::Perf {
                     continue;
                 }
@@ -564,6 +583,44 @@ fn doc_steps(
         }
     }
     Ok(())
+}
+
+/// The kselftest targets `files` lie in that no compiled test of the
+/// matrix covers: for each file under tools/testing/selftests, the
+/// deepest directory holding it that has a Makefile (`net/forwarding`
+/// before `net`), as `make kselftest TARGETS=` names a target.
+fn touched_targets(
+    m: &Matrix,
+    files: &[String],
+    has_makefile: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let covered: Vec<String> = m
+        .test
+        .values()
+        .filter(|t| t.kind != TestKind::Perf)
+        .filter_map(|t| t.dir.as_ref())
+        .map(|d| format!("{}/", d.trim_end_matches('/')))
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for f in files {
+        if !f.starts_with(SELFTESTS) || covered.iter().any(|d| f.starts_with(d.as_str())) {
+            continue;
+        }
+        let mut dir = f.as_str();
+        while let Some((parent, _)) = dir.rsplit_once('/') {
+            dir = parent;
+            if target_name(dir).is_none() {
+                break;
+            }
+            if has_makefile(dir) {
+                if !out.iter().any(|o| o == dir) {
+                    out.push(dir.to_string());
+                }
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// Where tools/perf builds from besides its own directory.
@@ -759,6 +816,47 @@ fn append(path: &Path, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A selftest file no test of the matrix covers is its target's: the
+    /// deepest directory with a Makefile; a file of the selftests' own
+    /// top directory, or of a declared test's, is no target's.
+    #[test]
+    fn a_touched_selftest_the_matrix_lacks_is_built_as_its_target() {
+        let m = crate::plan::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../matrix.toml"
+        )))
+        .unwrap();
+        let makefiles = [
+            "tools/testing/selftests/pidfd",
+            "tools/testing/selftests/net",
+            "tools/testing/selftests/net/forwarding",
+        ];
+        let t = |files: &[&str]| {
+            touched_targets(
+                &m,
+                &files.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+                |d| makefiles.contains(&d),
+            )
+        };
+        assert_eq!(
+            t(&[
+                "tools/testing/selftests/pidfd/pidfd_open_test.c",
+                "tools/testing/selftests/pidfd/pidfd.h",
+                "tools/testing/selftests/net/forwarding/lib/x.sh",
+                "tools/testing/selftests/net/tls.c",
+                "tools/testing/selftests/lib.mk",
+                "tools/testing/selftests/seccomp/seccomp_bpf.c",
+                "tools/testing/selftests/nomake/a.c",
+                "kernel/pid.c",
+            ]),
+            [
+                "tools/testing/selftests/pidfd",
+                "tools/testing/selftests/net/forwarding",
+                "tools/testing/selftests/net"
+            ]
+        );
+    }
 
     /// The default matrix's compiled tests a patch touches: by directory,
     /// every test of that directory, none for a kernel file or a

@@ -57,7 +57,11 @@ pub fn known_crash(cell: &CellResult, known: &[&Known]) -> Option<String> {
 }
 
 /// Returns (as_expected, mismatches), each mismatch a readable sentence.
-pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
+/// `own_skips`: the tests (the kernel's own kselftest targets and KUnit
+/// suites) whose skips are the test's own word that it cannot run here,
+/// as kselftest and kunit_tool count them: as expected unless an
+/// `[[expect]]` says otherwise.
+pub fn check(cell: &CellResult, expects: &[&Expect], own_skips: &[String]) -> (bool, Vec<String>) {
     let mut out = Vec::new();
     match cell.outcome {
         Outcome::Pass | Outcome::Fail | Outcome::Flaky => {}
@@ -72,6 +76,9 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
             .iter()
             .find(|e| e.test.get_ref() == &t.name && e.case.is_none());
         let mut explained_by_cases = false;
+        let skip_is_fine = |o: Outcome, explicit: bool| {
+            !explicit && o == Outcome::Skip && own_skips.contains(&t.name)
+        };
         for c in &t.cases {
             let e = expects.iter().find(|e| {
                 e.test.get_ref() == &t.name
@@ -81,6 +88,9 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
                 .map(|e| e.outcome)
                 .or(test_expect.map(|e| e.outcome))
                 .unwrap_or(ExpectedOutcome::Pass);
+            if skip_is_fine(c.outcome, e.is_some() || test_expect.is_some()) {
+                continue;
+            }
             if matches(want, c.outcome) {
                 explained_by_cases |= c.outcome == Outcome::Fail;
             } else {
@@ -114,6 +124,7 @@ pub fn check(cell: &CellResult, expects: &[&Expect]) -> (bool, Vec<String>) {
         let want = test_expect.map_or(ExpectedOutcome::Pass, |e| e.outcome);
         // A test that failed only through expected case failures is fine.
         let test_ok = matches(want, t.outcome)
+            || skip_is_fine(t.outcome, test_expect.is_some())
             || (t.outcome == Outcome::Fail && explained_by_cases && t.failed_by_cases);
         if !test_ok {
             let reason = t
@@ -214,6 +225,7 @@ reason = "no feature"
                 Outcome::Fail,
             ),
             &e,
+            &[],
         );
         assert!(ok, "{mm:?}");
     }
@@ -239,16 +251,16 @@ reason = "no feature"
             EvidenceKind::Accel,
             "KVM given up: QEMU was killed by signal 6",
         ));
-        let (ok, mm) = check(&c, &e);
+        let (ok, mm) = check(&c, &e, &[]);
         assert!(ok, "{mm:?}");
         c.evidence
             .push(note(EvidenceKind::Splat, "Warning at console line 9"));
-        let (ok, mm) = check(&c, &e);
+        let (ok, mm) = check(&c, &e, &[]);
         assert!(!ok);
         assert_eq!(mm, ["k/base/x86_64/c: Warning at console line 9"]);
         c.outcome = Outcome::Crash;
         assert_eq!(
-            check(&c, &e).1,
+            check(&c, &e, &[]).1,
             ["k/base/x86_64/c: cell outcome crash: Warning at console line 9"]
         );
     }
@@ -263,6 +275,7 @@ reason = "no feature"
                 Outcome::Pass,
             ),
             &e,
+            &[],
         );
         assert!(!ok);
         assert_eq!(mm, ["k/base/x86_64/c t/sync: pass, expected fail"]);
@@ -272,9 +285,22 @@ reason = "no feature"
                 Outcome::Fail,
             ),
             &e,
+            &[],
         );
         assert_eq!(mm, ["k/base/x86_64/c t/a: skip, expected pass"]);
-        let (_, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Pass), &e);
+        // The kernel's own tests say skip of themselves: as expected
+        // unless an [[expect]] names the case or the test.
+        let c = cell(
+            &[("a", Outcome::Skip), ("sync", Outcome::Fail)],
+            Outcome::Fail,
+        );
+        let (_, mm) = check(&c, &e, &["t".to_string()]);
+        assert!(mm.is_empty(), "{mm:?}");
+        let mut whole = cell(&[], Outcome::Pass);
+        whole.tests[0].outcome = Outcome::Skip;
+        assert!(check(&whole, &[], &["t".to_string()]).0);
+        assert!(!check(&whole, &[], &[]).0);
+        let (_, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Pass), &e, &[]);
         assert_eq!(
             mm,
             ["k/base/x86_64/c t/sync: did not run, expected fail (no feature)"]
@@ -286,7 +312,7 @@ reason = "no feature"
             e.for_replaced_series = true;
         }
         let e: Vec<&Expect> = m.expect.iter().collect();
-        let (ok, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Pass), &e);
+        let (ok, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Pass), &e, &[]);
         assert!(ok && mm.is_empty(), "{mm:?}");
         let (_, mm) = check(
             &cell(
@@ -294,6 +320,7 @@ reason = "no feature"
                 Outcome::Pass,
             ),
             &e,
+            &[],
         );
         assert_eq!(mm, ["k/base/x86_64/c t/sync: pass, expected fail"]);
     }
@@ -308,14 +335,14 @@ reason = "no feature"
         );
         c.tests[0].failed_by_cases = false;
         c.tests[0].reason = Some("output cut short: 2 of 3 cases reported, last was sync".into());
-        let (ok, mm) = check(&c, &e);
+        let (ok, mm) = check(&c, &e, &[]);
         assert!(!ok);
         assert_eq!(mm, ["k/base/x86_64/c t: fail (output cut short: 2 of 3 cases reported, last was sync), expected pass"]);
     }
 
     #[test]
     fn crash_is_always_a_mismatch() {
-        let (ok, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Crash), &[]);
+        let (ok, mm) = check(&cell(&[("a", Outcome::Pass)], Outcome::Crash), &[], &[]);
         assert!(!ok);
         assert!(mm[0].contains("cell outcome crash"));
     }

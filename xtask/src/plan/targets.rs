@@ -1,8 +1,11 @@
-//! Kselftest targets named on the command line (`--kselftest TARGET`,
-//! `TARGET:PROGRAM` for one program): each becomes a `kind = "target"`
-//! test of the matrix, run by every config, as if matrix.toml declared
-//! `[test.TARGET] kind = "target", dir = "tools/testing/selftests/TARGET"`.
-//! Pure: whether the tree has the target is known only once it is built.
+//! The kernel's own tests named on the command line. Kselftest targets
+//! (`--kselftest TARGET`, `TARGET:PROGRAM` for one program): each becomes
+//! a `kind = "target"` test of the matrix, run by every config, as if
+//! matrix.toml declared `[test.TARGET] kind = "target", dir =
+//! "tools/testing/selftests/TARGET"`. KUnit suites (`--kunit GLOB`,
+//! `--kunitconfig PATH`): one `kind = "kunit"` test named `kunit`. Pure:
+//! whether the tree has the target or suite is known only once it is
+//! built.
 
 use anyhow::{bail, Result};
 use toml::Spanned;
@@ -72,8 +75,49 @@ pub fn declare(m: &mut Matrix, flags: &[String]) -> Result<Vec<String>> {
             names.push(name);
         }
     }
+    run_everywhere(m, &names);
+    Ok(names)
+}
+
+/// The name of the test `--kunit` and `--kunitconfig` declare.
+pub const KUNIT_TEST: &str = "kunit";
+
+/// Declares the KUnit test of `--kunit GLOB` and `--kunitconfig PATH`
+/// (either alone: every suite the default config builds that the glob
+/// matches, or every suite the .kunitconfig builds) as a test every config
+/// runs; returns its name, None when neither flag was given.
+pub fn declare_kunit(
+    m: &mut Matrix,
+    glob: Option<&str>,
+    kunitconfig: Option<&str>,
+) -> Result<Option<String>> {
+    if glob.is_none() && kunitconfig.is_none() {
+        return Ok(None);
+    }
+    if let Some(g) = glob {
+        check_glob(g).map_err(|e| anyhow::anyhow!("--kunit {g}: {e}"))?;
+    }
+    if let Some(p) = kunitconfig {
+        check_kunitconfig(p).map_err(|e| anyhow::anyhow!("--kunitconfig {p}: {e}"))?;
+    }
+    if m.test
+        .get(KUNIT_TEST)
+        .is_some_and(|t| t.kind != TestKind::Kunit)
+    {
+        bail!("--kunit: the matrix already has a test `{KUNIT_TEST}` that is not a KUnit test; rename it in matrix.toml");
+    }
+    m.test.insert(
+        KUNIT_TEST.to_string(),
+        TestSpec::kunit(glob.map(str::to_string), kunitconfig.map(str::to_string)),
+    );
+    run_everywhere(m, &[KUNIT_TEST.to_string()]);
+    Ok(Some(KUNIT_TEST.to_string()))
+}
+
+/// `names` run by every config of `m` (once each).
+fn run_everywhere(m: &mut Matrix, names: &[String]) {
     let add = |tests: &mut Vec<Spanned<String>>| {
-        for n in &names {
+        for n in names {
             if !tests.iter().any(|t| t.get_ref() == n) {
                 tests.push(Spanned::new(0..0, n.clone()));
             }
@@ -85,7 +129,29 @@ pub fn declare(m: &mut Matrix, flags: &[String]) -> Result<Vec<String>> {
             add(t);
         }
     }
-    Ok(names)
+}
+
+/// A glob the kernel's `kunit.filter_glob` takes: `SUITE_GLOB` or
+/// `SUITE_GLOB.CASE_GLOB`, of the characters names and globs are made of
+/// (it goes on the kernel command line, which splits at spaces).
+pub fn check_glob(g: &str) -> Result<()> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "_-*?[]!.".contains(c);
+    if g.is_empty() || !g.chars().all(ok) || g.matches('.').count() > 1 {
+        bail!("`{g}` is no KUnit filter glob; expected SUITE_GLOB or SUITE_GLOB.CASE_GLOB, as kunit.filter_glob takes it (`cmdline*`, `kunit*.example_simple_test`)");
+    }
+    Ok(())
+}
+
+/// A tree-relative path (a `.kunitconfig` of the kernel tree).
+pub fn check_kunitconfig(p: &str) -> Result<()> {
+    let bad = p.is_empty()
+        || p.starts_with('/')
+        || p.split('/').any(|part| part == "..")
+        || p.chars().any(char::is_whitespace);
+    if bad {
+        bail!("`{p}` is no path inside the kernel tree; expected a tree-relative .kunitconfig or its directory (`lib/kunit/.kunitconfig`, `lib/kunit`)");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -189,5 +255,49 @@ mod tests {
             "{}",
             err("seccomp_bpf")
         );
+    }
+
+    #[test]
+    fn kunit_flags_declare_one_test_every_config_runs() {
+        let mut m = matrix();
+        assert_eq!(declare_kunit(&mut m, None, None).unwrap(), None);
+        assert!(!m.test.contains_key(KUNIT_TEST));
+        let name = declare_kunit(&mut m, Some("cmdline*"), Some("lib/kunit")).unwrap();
+        assert_eq!(name.as_deref(), Some("kunit"));
+        let t = &m.test["kunit"];
+        assert_eq!(t.kind, TestKind::Kunit);
+        assert_eq!(t.glob.as_deref(), Some("cmdline*"));
+        assert_eq!(t.kunitconfig.as_deref(), Some("lib/kunit"));
+        for config in m.config.keys() {
+            assert!(
+                m.config_tests(config).contains(&"kunit".to_string()),
+                "{config}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_kunit_glob_or_kunitconfig_the_kernel_could_not_take_is_refused_with_its_flag() {
+        let err = |g: Option<&str>, k: Option<&str>| {
+            declare_kunit(&mut matrix(), g, k).unwrap_err().to_string()
+        };
+        for g in ["", "a b", "a.b.c", "x;y", "$(x)"] {
+            assert!(
+                err(Some(g), None)
+                    .starts_with(&format!("--kunit {g}: `{g}` is no KUnit filter glob")),
+                "{}",
+                err(Some(g), None)
+            );
+        }
+        for k in ["/home/me/linux/lib/kunit", "../x/.kunitconfig", "a b"] {
+            assert!(
+                err(None, Some(k)).contains("is no path inside the kernel tree"),
+                "{}",
+                err(None, Some(k))
+            );
+        }
+        for g in ["cmdline", "kunit*", "kunit*.example_simple_test", "[a-c]?x"] {
+            check_glob(g).unwrap();
+        }
     }
 }

@@ -17,7 +17,7 @@ use crate::analyze::classify;
 use crate::boot::cell::{self as boot_cell, BootJob};
 use crate::host::events::{CellEvents, Sink};
 use crate::plan::arch::Accel;
-use crate::plan::matrix::Cell;
+use crate::plan::matrix::{Cell, TestKind};
 use crate::schema::*;
 
 /// Runs one cell (all its boots) and checks it against its expectations.
@@ -252,7 +252,13 @@ impl CellRun<'_> {
 
 /// Checks a cell's result against its expectations and known crashes.
 fn check_expected(ctx: &Ctx, cell: &Cell, r: &mut CellResult) {
-    let (ok, mismatches) = crate::plan::expect::check(r, &ctx.matrix.expectations(cell));
+    let own: Vec<String> = cell
+        .tests
+        .iter()
+        .filter(|t| matches!(ctx.matrix.test[*t].kind, TestKind::Target | TestKind::Kunit))
+        .cloned()
+        .collect();
+    let (ok, mismatches) = crate::plan::expect::check(r, &ctx.matrix.expectations(cell), &own);
     r.as_expected = ok;
     r.mismatches = mismatches;
     if let Some(why) = crate::plan::expect::known_crash(r, &ctx.matrix.known_crashes(cell)) {

@@ -9,6 +9,7 @@ use super::{stop, Phased, Source, Stage};
 use crate::build::kbuild::{self, ConfigOutcome, ConfigRequest};
 use crate::build::source;
 use crate::host::events::{CellEvents, Phase};
+use crate::kinds::kunit;
 use crate::plan::matrix::{Cell, TestKind};
 use crate::schema::{CellResult, Evidence, EvidenceKind, Outcome, TestResult};
 
@@ -42,20 +43,32 @@ fn request(st: &Stage, cell: &Cell, src: &Source) -> ConfigRequest {
     // built.
     for tname in &st.matrix.config_tests(&cell.config) {
         let spec = &st.matrix.test[tname];
-        if matches!(
-            spec.kind,
-            TestKind::Kselftest | TestKind::Programs | TestKind::Target
-        ) {
-            let rel = dir_config(spec);
-            // From the commit, not the build tree: that is switched only
-            // when something is built.
-            if let Some(text) = source::read_at(&src.trees.repo, &src.commit, &rel) {
-                for l in text
-                    .lines()
-                    .filter(|l| crate::plan::matrix::parse_config_line(l).is_some())
-                {
-                    req.lines.push((l.trim().to_string(), rel.clone()));
+        let files = match spec.kind {
+            TestKind::Kselftest | TestKind::Programs | TestKind::Target => vec![dir_config(spec)],
+            TestKind::Kunit => {
+                for l in kunit::NEEDED {
+                    req.lines.push((
+                        l.to_string(),
+                        "kmatrix (KUnit results are read from debugfs)".into(),
+                    ));
                 }
+                kunit::config_files(spec)
+            }
+            _ => vec![],
+        };
+        // From the commit, not the build tree: that is switched only
+        // when something is built. The first of the files the tree has.
+        if let Some((rel, text)) = files.into_iter().find_map(|rel| {
+            Some((
+                rel.clone(),
+                source::read_at(&src.trees.repo, &src.commit, &rel)?,
+            ))
+        }) {
+            for l in text
+                .lines()
+                .filter(|l| crate::plan::matrix::parse_config_line(l).is_some())
+            {
+                req.lines.push((l.trim().to_string(), rel.clone()));
             }
         }
         for l in &spec.config {

@@ -481,6 +481,11 @@ pub enum TestKind {
     /// tools/testing/selftests TARGETS=... install`): every program of its
     /// list a case, with the cases of its KTAP output nested under it.
     Target,
+    /// KUnit suites built into the cell's kernel (the options of a
+    /// `.kunitconfig`, or kunit_tool's default), run at boot under
+    /// `kunit.filter_glob`, their results read from debugfs: each suite
+    /// a case, each of its cases one nested under it.
+    Kunit,
 }
 
 /// `kind = "programs"`: one program of the test.
@@ -561,6 +566,15 @@ pub struct TestSpec {
     /// every program its kselftest-list.txt names).
     #[serde(default)]
     pub only: Vec<String>,
+    /// kind = "kunit": the suites to run, as `kunit.filter_glob` takes
+    /// them (`cmdline*`, `kunit*.example_simple_test`); default `*`.
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// kind = "kunit": the tree's `.kunitconfig` (a file, or a directory
+    /// holding one) whose options build the suites; default kunit_tool's
+    /// `tools/testing/kunit/configs/default.config`.
+    #[serde(default)]
+    pub kunitconfig: Option<String>,
 }
 
 /// Where the kernel keeps its selftest targets.
@@ -603,6 +617,19 @@ impl TestSpec {
             cases: vec![],
             rounds: None,
             only,
+            glob: None,
+            kunitconfig: None,
+        }
+    }
+
+    /// A `kind = "kunit"` test: what `--kunit` and `--kunitconfig` declare.
+    pub fn kunit(glob: Option<String>, kunitconfig: Option<String>) -> TestSpec {
+        TestSpec {
+            kind: TestKind::Kunit,
+            dir: None,
+            glob,
+            kunitconfig,
+            ..TestSpec::target("", vec![])
         }
     }
 }

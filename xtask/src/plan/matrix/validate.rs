@@ -499,6 +499,23 @@ impl Matrix {
                 }
                 _ => None,
             };
+            let kunit = [("glob", &t.glob), ("kunitconfig", &t.kunitconfig)];
+            for (key, v) in kunit {
+                let Some(v) = v else { continue };
+                let checked = if t.kind != TestKind::Kunit {
+                    Err(anyhow::anyhow!("only kind = \"kunit\" has `{key}`"))
+                } else if key == "glob" {
+                    crate::plan::targets::check_glob(v)
+                } else {
+                    crate::plan::targets::check_kunitconfig(v)
+                };
+                if let Err(e) = checked {
+                    return Err(at.err_key(
+                        keys!["test", name, key],
+                        format!("[test.{name}] {key}: {e}"),
+                    ));
+                }
+            }
             if let Some(msg) = missing {
                 return Err(at.err_key(here, format!("[test.{name}] {msg}")));
             }
