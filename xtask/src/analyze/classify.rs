@@ -124,7 +124,7 @@ pub fn classify(b: &BootInput) -> Classified {
     let fate = Fate {
         splats: &splats,
         // The guest finished on its own: it survived whatever it printed.
-        died: splats.iter().any(is_fatal) && !channel.done,
+        died: splats.iter().any(|s| is_fatal(s) && !s.caught_by_kunit) && !channel.done,
         done: channel.done,
         qemu_failed: qemu_failure.is_some(),
         timed_out: b.exit.timed_out,
@@ -192,7 +192,9 @@ fn splat_evidence(b: &BootInput, fate: &Fate) -> Vec<Evidence> {
             .map_or("during boot or between tests".to_string(), |t| {
                 format!("while test {t} ran")
             });
-        let verdict = if is_fatal(s) && !fate.done {
+        let verdict = if s.caught_by_kunit {
+            "in KUnit's try-catch thread: KUnit caught it, and its case's verdict says what it means"
+        } else if is_fatal(s) && !fate.done {
             "fatal"
         } else if fate.died {
             // E.g. a hung task report, then the panic it led to
@@ -440,7 +442,9 @@ fn boot_outcome(
             tail(b.console, 25),
         ));
         Outcome::Crash
-    } else if !fate.splats.is_empty() || tests.iter().any(|t| t.outcome != Outcome::Pass) {
+    } else if fate.splats.iter().any(|s| !s.caught_by_kunit)
+        || tests.iter().any(|t| t.outcome != Outcome::Pass)
+    {
         Outcome::Fail
     } else {
         Outcome::Pass
@@ -729,6 +733,34 @@ mod tests {
         );
     }
 
+    /// A real 6.12 x86_64 boot with every KUnit suite `tiny` allows: the
+    /// `kunit_fault` suite dereferences NULL in KUnit's try-catch thread on
+    /// purpose, KUnit catches it and the case passes. The oops is evidence,
+    /// not a failure of the cell; an oops in any other task still is.
+    #[test]
+    fn an_oops_kunit_caught_in_its_try_catch_thread_is_its_cases_to_judge() {
+        let console = fixture("console-x86_64-kunit-fault-6.12.log");
+        let results = fixture("results-x86_64-kunit-fault-6.12.log");
+        let t = tests(&[("kunit", TestKind::Kunit)]);
+        let c = run(&t, &clean_exit(), &console, &results);
+        assert_eq!(c.outcome, Outcome::Pass, "{:?}", c.evidence);
+        assert_eq!(c.tests[0].outcome, Outcome::Pass);
+        assert!(c.tests[0].cases.iter().any(|k| k.name
+            == "kunit_fault.kunit_test_fault_null_dereference"
+            && k.outcome == Outcome::Pass));
+        assert!(
+            c.evidence[0].what.starts_with(
+                "Bug at console line 320 during boot or between tests (in KUnit's try-catch thread"
+            ),
+            "{:?}",
+            c.evidence[0].what
+        );
+        // The same oops in another task fails the cell.
+        let other = console.replace("Comm: kunit_try_catch ", "Comm: swapper ");
+        let c = run(&t, &clean_exit(), &other, &results);
+        assert_eq!(c.outcome, Outcome::Fail);
+    }
+
     /// The real console of an oops in a task already exiting (the fault
     /// tests' deadtask): the kernel says "Fixing recursive fault but reboot
     /// is needed!" and the runner stopped QEMU there (SIGKILL, its own).
@@ -978,6 +1010,7 @@ mod tests {
             headline: h.into(),
             excerpt: String::new(),
             during_test: None,
+            caught_by_kunit: false,
         };
         assert!(!is_fatal(&s(
             "BUG: sleeping function called from invalid context at mm/slab.h:723"

@@ -30,6 +30,11 @@ pub struct Splat {
     pub headline: String,
     pub excerpt: String,
     pub during_test: Option<String>,
+    /// The faulting task is KUnit's try-catch thread: KUnit caught the
+    /// fault and its case's verdict says what it means (its own
+    /// `kunit_fault` suite faults on purpose; a case that faults by
+    /// accident is reported failed, "try faulted").
+    pub caught_by_kunit: bool,
 }
 
 fn patterns() -> &'static [(SplatKind, Regex)] {
@@ -116,6 +121,7 @@ pub fn scan(log: &str) -> Vec<Splat> {
             kind,
             line: i + 1,
             headline: line.trim().to_string(),
+            caught_by_kunit: excerpt.contains(" Comm: kunit_try_catch "),
             excerpt,
             during_test: test.clone(),
         });

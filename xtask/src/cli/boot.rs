@@ -26,6 +26,13 @@ pub struct BootCmd {
     /// kernel, and the shell finds it under /tests.
     #[arg(long, value_name = "TARGET[:PROGRAM]")]
     kselftest: Vec<String>,
+    /// KUnit suites, as for `matrix`: built into the kernel and run at
+    /// boot (`dmesg` shows their KTAP; /tests/kunit reads it).
+    #[arg(long, value_name = "GLOB")]
+    kunit: Option<String>,
+    /// With or without --kunit: the tree's .kunitconfig, as for `matrix`.
+    #[arg(long, value_name = "PATH")]
+    kunitconfig: Option<String>,
 }
 
 impl BootCmd {
@@ -33,6 +40,11 @@ impl BootCmd {
         self.source.resolve(env);
         let mut m = self.matrix.load_checked(env)?;
         crate::plan::targets::declare(&mut m, &self.kselftest)?;
+        crate::plan::targets::declare_kunit(
+            &mut m,
+            self.kunit.as_deref(),
+            self.kunitconfig.as_deref(),
+        )?;
         let kernel = self.cell.split('/').next().map(str::to_string);
         let sourced = self.source.tree.is_some()
             || self.source.series_dir.is_some()

@@ -142,14 +142,26 @@ pub fn check_glob(g: &str) -> Result<()> {
     Ok(())
 }
 
-/// A tree-relative path (a `.kunitconfig` of the kernel tree).
+/// A `.kunitconfig` (or a directory holding one): relative, a path
+/// inside the kernel tree; absolute, a file of this host (a developer's
+/// own, as kunit_tool takes any path), which must exist.
 pub fn check_kunitconfig(p: &str) -> Result<()> {
-    let bad = p.is_empty()
-        || p.starts_with('/')
-        || p.split('/').any(|part| part == "..")
-        || p.chars().any(char::is_whitespace);
+    if p.starts_with('/') {
+        let path = std::path::Path::new(p);
+        let file = if path.is_dir() {
+            path.join(".kunitconfig")
+        } else {
+            path.to_path_buf()
+        };
+        if !file.is_file() {
+            bail!("`{}`: no such file", file.display());
+        }
+        return Ok(());
+    }
+    let bad =
+        p.is_empty() || p.split('/').any(|part| part == "..") || p.chars().any(char::is_whitespace);
     if bad {
-        bail!("`{p}` is no path inside the kernel tree; expected a tree-relative .kunitconfig or its directory (`lib/kunit/.kunitconfig`, `lib/kunit`)");
+        bail!("`{p}` is no path inside the kernel tree; expected a tree-relative .kunitconfig or its directory (`lib/kunit/.kunitconfig`, `lib/kunit`), or an absolute path of this host");
     }
     Ok(())
 }
@@ -289,13 +301,23 @@ mod tests {
                 err(Some(g), None)
             );
         }
-        for k in ["/home/me/linux/lib/kunit", "../x/.kunitconfig", "a b"] {
+        for k in ["../x/.kunitconfig", "a b", "lib/../../x"] {
             assert!(
                 err(None, Some(k)).contains("is no path inside the kernel tree"),
                 "{}",
                 err(None, Some(k))
             );
         }
+        // A host file must be there.
+        assert_eq!(
+            err(None, Some("/nonexistent/.kunitconfig")),
+            "--kunitconfig /nonexistent/.kunitconfig: `/nonexistent/.kunitconfig`: no such file"
+        );
+        let own = std::env::temp_dir().join(format!("kmatrix-kunitconfig-{}", std::process::id()));
+        std::fs::create_dir_all(&own).unwrap();
+        std::fs::write(own.join(".kunitconfig"), "CONFIG_KUNIT=y\n").unwrap();
+        check_kunitconfig(own.to_str().unwrap()).unwrap();
+        std::fs::remove_dir_all(&own).unwrap();
         for g in ["cmdline", "kunit*", "kunit*.example_simple_test", "[a-c]?x"] {
             check_glob(g).unwrap();
         }

@@ -1,6 +1,7 @@
 //! The answer first: what each series did against its base, in one short
 //! block. Per series: cells whose outcome is not a test result (a crash, a
-//! build error), cases newly failing or newly passing, and every
+//! build error), cases newly failing or newly passing, cases that passed
+//! on the base and did not run (a test that still ran), and every
 //! significant change with its CI, base against series, the changes no
 //! larger than what code layout alone does (`[metric] layout_pct`), the
 //! comparisons with the base left too noisy to judge (so that silence is
@@ -109,6 +110,17 @@ fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<Stri
     let passing = moved(Outcome::Fail, Outcome::Pass);
     if !passing.is_empty() {
         out.push(format!("{at}: newly passing: {}", passing.join(", ")));
+    }
+    let gone = no_longer_run(&was, &now, nc, &failing);
+    if !gone.is_empty() {
+        let more = match gone.len() {
+            n if n > 5 => format!(", and {} more", n - 5),
+            _ => String::new(),
+        };
+        out.push(format!(
+            "{at}: passed on the base, not run here: {}{more}",
+            gone[..gone.len().min(5)].join(", ")
+        ));
     }
     for c in run.comparisons.iter().filter(|c| significant(c)) {
         let against_base = c.kind == ComparisonKind::Variants && c.base_cell == bc.id;
@@ -226,6 +238,35 @@ fn whole_failures(bc: &CellResult, nc: &CellResult, failing: &[String]) -> Vec<S
                 ),
             })
         })
+        .collect()
+}
+
+/// Nested cases (`suite.case`, `program.case` of the kernel's own tests)
+/// that passed on the base and are missing from `nc` though their parent
+/// case ran there, in a test not already said to fail as a whole
+/// (`failing`): a KUnit case the series dropped, a subtest a program
+/// stopped reporting.
+fn no_longer_run(
+    was: &BTreeMap<String, Outcome>,
+    now: &BTreeMap<String, Outcome>,
+    nc: &CellResult,
+    failing: &[String],
+) -> Vec<String> {
+    was.iter()
+        .filter(|(k, &o)| o == Outcome::Pass && !now.contains_key(*k))
+        .filter(|(k, _)| {
+            let Some((test, case)) = k.split_once(' ') else {
+                return false;
+            };
+            let whole = format!("{test} (as a whole");
+            let parent_ran = case
+                .rsplit_once('.')
+                .is_some_and(|(parent, _)| now.contains_key(&format!("{test} {parent}")));
+            parent_ran
+                && nc.tests.iter().any(|t| t.name == test)
+                && !failing.iter().any(|f| f.starts_with(&whole))
+        })
+        .map(|(k, _)| k.clone())
         .collect()
 }
 
@@ -432,6 +473,51 @@ mod tests {
                 "arm64/tiny: newly failing: seccomp_bpf (as a whole, fail; {base_passed} cases that passed on the base did not run)"
             )),
             "{items:?}"
+        );
+
+        // A nested case that passed on the base and is gone while its
+        // parent case ran is said; a case without a parent that ran (a
+        // bench's, which follow its budget) is not.
+        let mut lost = default_run();
+        for c in lost.cells.iter_mut().filter(|c| c.arch == "arm64") {
+            let t = c
+                .tests
+                .iter_mut()
+                .find(|t| t.name == "seccomp_bpf")
+                .unwrap();
+            t.cases.push(crate::schema::CaseResult {
+                name: "global".into(),
+                outcome: Outcome::Pass,
+                reason: None,
+            });
+            if c.variant != "base" {
+                t.cases.retain(|k| k.name != "global.kcmp");
+            }
+        }
+        let items = &answer(&lost)[0].items;
+        assert!(
+            items.contains(
+                &"arm64/tiny: passed on the base, not run here: seccomp_bpf global.kcmp"
+                    .to_string()
+            ),
+            "{items:?}"
+        );
+        let mut unparented = default_run();
+        for c in unparented.cells.iter_mut().filter(|c| c.variant != "base") {
+            let t = c
+                .tests
+                .iter_mut()
+                .find(|t| t.name == "seccomp_bpf")
+                .unwrap();
+            t.cases.retain(|k| k.name != "global.kcmp");
+        }
+        assert!(
+            !answer(&unparented)[0]
+                .items
+                .iter()
+                .any(|i| i.contains("not run here")),
+            "{:?}",
+            answer(&unparented)[0].items
         );
 
         // No test moved and no change was significant: one line.

@@ -57,13 +57,19 @@ fn request(st: &Stage, cell: &Cell, src: &Source) -> ConfigRequest {
             _ => vec![],
         };
         // From the commit, not the build tree: that is switched only
-        // when something is built. The first of the files the tree has.
-        if let Some((rel, text)) = files.into_iter().find_map(|rel| {
-            Some((
-                rel.clone(),
-                source::read_at(&src.trees.repo, &src.commit, &rel)?,
-            ))
-        }) {
+        // when something is built. The first of the files there is; an
+        // absolute path is a host file (a developer's own .kunitconfig).
+        let read = |rel: &String| {
+            if rel.starts_with('/') {
+                std::fs::read_to_string(rel).ok()
+            } else {
+                source::read_at(&src.trees.repo, &src.commit, rel)
+            }
+        };
+        if let Some((rel, text)) = files
+            .into_iter()
+            .find_map(|rel| Some((rel.clone(), read(&rel)?)))
+        {
             for l in text
                 .lines()
                 .filter(|l| crate::plan::matrix::parse_config_line(l).is_some())
