@@ -367,3 +367,44 @@ fn bisect_by_a_kunit_case_names_the_patch_that_breaks_it() {
         "{md}"
     );
 }
+
+/// The fault patches alone on 6.1 (tests/bisect/crash-culprit): patch 1's
+/// non-fatal BUG is another crash, named at its step but not taken for
+/// the NULL dereference asked for; patch 2 is named.
+#[test]
+fn bisect_by_a_crash_title_names_the_patch_that_brings_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, state, md) = bisect(
+        "bisect-crash",
+        &[
+            "--kernel",
+            "6.1",
+            "--series",
+            "tests/bisect/crash-culprit",
+            "--crash",
+            "BUG: kernel NULL pointer dereference in *",
+            "--test",
+            "deadtask",
+        ],
+    );
+    eprintln!("{md}");
+    assert_eq!(code, 0, "{md}");
+    let ans = &state["answer"];
+    assert_eq!(ans["kind"], "found", "{md}");
+    assert_eq!(ans["index"], 2, "{md}");
+    check_step_count(&state);
+    for (prefix, judgement, _) in steps(&state) {
+        let want = if prefix >= 2 { "bad" } else { "good" };
+        assert_eq!(judgement, want, "step at {prefix}: {md}");
+    }
+    assert!(
+        md.contains("crash: BUG: kernel NULL pointer dereference in __x64_sys_prctl"),
+        "{md}"
+    );
+    if steps(&state).iter().any(|(p, _, _)| *p == 1) {
+        assert!(
+            md.contains("other crashes: BUG: sleeping function called from invalid context in __x64_sys_prctl"),
+            "{md}"
+        );
+    }
+}

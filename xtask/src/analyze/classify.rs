@@ -203,7 +203,7 @@ fn splat_evidence(b: &BootInput, fate: &Fate) -> Vec<Evidence> {
         } else {
             "the kernel went on"
         };
-        evidence.push(Evidence::new(
+        let mut e = Evidence::new(
             EvidenceKind::Splat,
             format!(
                 "{:?} at console line {} {during} ({verdict}): {}",
@@ -211,7 +211,9 @@ fn splat_evidence(b: &BootInput, fate: &Fate) -> Vec<Evidence> {
             ),
             s.excerpt.clone(),
             Some(b.console_log.to_path_buf()),
-        ));
+        );
+        e.crash = Some(Box::new(super::crash::report(s)));
+        evidence.push(e);
     }
     if b.exit.console_truncated {
         evidence.push(Evidence::new(
@@ -1047,6 +1049,7 @@ mod tests {
                         what: w.to_string(),
                         excerpt: String::new(),
                         path: None,
+                        crash: None,
                     })
                     .collect(),
                 tests: vec![TestResult {

@@ -2,4 +2,5 @@
 //! test results and a cell outcome. Pure: no files, no processes.
 pub mod classify;
 pub mod console;
+pub mod crash;
 pub mod guestlog;

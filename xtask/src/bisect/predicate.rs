@@ -37,6 +37,9 @@ pub enum Predicate {
     /// The kernel does not build for `arch` (config or make fails);
     /// nothing is booted.
     Builds { arch: String },
+    /// A crash whose title (`analyze::crash`) matches the glob `title`
+    /// appears; `test` alone runs, when given.
+    Crash { title: String, test: Option<String> },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +89,7 @@ impl Predicate {
         match self {
             Predicate::Outcome { test, .. } => Some(vec![test.clone()]),
             Predicate::NewFailures => None,
+            Predicate::Crash { test, .. } => test.clone().map(|t| vec![t]),
             Predicate::Builds { .. } => Some(vec![]),
             Predicate::Threshold { metric, .. } | Predicate::Regression { metric, .. } => {
                 Some(vec![metric.split('.').next().unwrap_or(metric).to_string()])
@@ -125,6 +129,7 @@ impl Predicate {
                 format!("{metric} is worse than on the base by more than {pct}% (95% CI)")
             }
             Predicate::Builds { arch } => format!("the kernel does not build for {arch}"),
+            Predicate::Crash { title, .. } => format!("a crash titled `{title}` appears"),
         }
     }
 }
@@ -165,6 +170,7 @@ pub fn judge(
     match p {
         Predicate::Builds { arch } => judge_build(step, arch),
         Predicate::Outcome { test, case, bad } => judge_outcome(step, test, case.as_deref(), bad),
+        Predicate::Crash { title, .. } => judge_crash(step, title),
         Predicate::NewFailures => match base {
             Some(base) => judge_new_failures(step, base),
             None => Verdict::Skip("no base result to compare with".into()),
@@ -209,6 +215,30 @@ fn judge_build(step: &CellResult, arch: &str) -> Verdict {
             Verdict::Skip(format!("{}{}", step.outcome, why()))
         }
         _ => Verdict::Good(format!("builds for {arch}")),
+    }
+}
+
+/// Bad when a crash of the step has a title `glob` matches; the others
+/// are named, not taken for it.
+fn judge_crash(step: &CellResult, glob: &str) -> Verdict {
+    let mut titles: Vec<&str> = Vec::new();
+    for c in step.evidence.iter().filter_map(|e| e.crash.as_ref()) {
+        if !titles.contains(&c.title.as_str()) {
+            titles.push(&c.title);
+        }
+    }
+    if let Some(t) = titles
+        .iter()
+        .find(|t| crate::plan::glob::name_matches(glob, t))
+    {
+        return Verdict::Bad(format!("crash: {t}"));
+    }
+    match titles.is_empty() {
+        true => Verdict::Good(format!("no crash ({})", step.outcome)),
+        false => Verdict::Good(format!(
+            "no crash titled `{glob}`; other crashes: {}",
+            titles.join("; ")
+        )),
     }
 }
 
@@ -440,7 +470,7 @@ fn metric_of<'a>(c: &'a CellResult, name: &str) -> Result<&'a crate::schema::Met
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{CaseResult, Metric, Run, TestResult};
+    use crate::schema::{CaseResult, EvidenceKind, Metric, Run, TestResult};
 
     /// The real default-matrix run: base and series cells of 6.1 x86_64.
     fn real() -> (CellResult, CellResult) {
@@ -506,6 +536,42 @@ mod tests {
     /// A build predicate: a build or config error is bad, with its
     /// evidence; a patch that does not apply is a skip; a kernel that
     /// built is good whatever its tests did (they did not run).
+    /// A step is bad for a crash of the title asked for, on a real
+    /// console (the planted NULL dereference in prctl); another crash is
+    /// named, not taken for it; a step that did not build is no verdict.
+    #[test]
+    fn a_crash_step_is_bad_only_for_the_title_asked_for() {
+        let console = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/console-x86_64-recursive-fault.log"
+        ))
+        .unwrap();
+        let mut step = CellResult::blank("6.1/crash-culprit@2/x86_64/tiny", Outcome::Crash);
+        for s in crate::analyze::console::scan(&console) {
+            let mut e = crate::schema::Evidence::new(EvidenceKind::Splat, "splat", "", None);
+            e.crash = Some(Box::new(crate::analyze::crash::report(&s)));
+            step.evidence.push(e);
+        }
+        let p = |glob: &str| Predicate::Crash {
+            title: glob.into(),
+            test: Some("deadtask".into()),
+        };
+        assert_eq!(p("x").tests(), Some(vec!["deadtask".to_string()]));
+        let judge = |glob: &str, s: &CellResult| judge(&p(glob), s, None, Better::Lower, 5.0);
+        assert_eq!(
+            judge("BUG: kernel NULL pointer dereference in *", &step),
+            Verdict::Bad("crash: BUG: kernel NULL pointer dereference in __x64_sys_prctl".into())
+        );
+        assert_eq!(
+            judge("WARNING in *", &step),
+            Verdict::Good("no crash titled `WARNING in *`; other crashes: BUG: kernel NULL pointer dereference in __x64_sys_prctl".into())
+        );
+        let clean = CellResult::blank("6.1/base/x86_64/tiny", Outcome::Pass);
+        assert_eq!(judge("*", &clean), Verdict::Good("no crash (pass)".into()));
+        let unbuilt = CellResult::blank("6.1/crash-culprit@2/x86_64/tiny", Outcome::BuildError);
+        assert!(matches!(judge("*", &unbuilt), Verdict::Skip(_)));
+    }
+
     #[test]
     fn a_build_step_is_bad_only_when_the_build_fails() {
         let (base, _) = real();

@@ -242,6 +242,14 @@ pub struct PredicateArgs {
     /// skip. ARCH is the bisect's arch (--arch, if given, must agree).
     #[arg(long, value_name = "ARCH", conflicts_with_all = ["test", "metric", "new_failures"])]
     pub builds: Option<String>,
+    /// Bad when a crash whose title matches this glob appears
+    /// (`'BUG: kernel NULL pointer dereference in *'`); other crashes at a
+    /// step are reported, not taken for it. With --test, only that test
+    /// runs at each step.
+    #[arg(long, value_name = "TITLE_GLOB",
+          conflicts_with_all = ["metric", "kselftest", "kunit", "new_failures", "builds", "case"])]
+    #[serde(default)]
+    pub crash: Option<String>,
     /// Judge by this metric, e.g. seccomp_notify.default.same-cpu.
     #[arg(long)]
     pub metric: Option<String>,
@@ -300,6 +308,16 @@ impl PredicateArgs {
 
     pub fn predicate(&self, m: &Matrix) -> Result<Predicate> {
         let tests: Vec<String> = m.test.keys().cloned().collect();
+        if let Some(title) = &self.crash {
+            crate::plan::glob::check(title).map_err(|e| anyhow::anyhow!("--crash {title}: {e}"))?;
+            if let Some(test) = &self.test {
+                plan_matrix::known_value("test", test, &tests)?;
+            }
+            return Ok(Predicate::Crash {
+                title: title.clone(),
+                test: self.test.clone(),
+            });
+        }
         let target = self
             .kselftest
             .as_deref()
@@ -365,7 +383,7 @@ impl PredicateArgs {
                 _ => bail!("--metric needs one of --above X, --below X, --regressed-by PCT"),
             };
         }
-        bail!("say what is bad: --test T [--case C] [--bad fail], --new-failures, --builds ARCH, or --metric M with --above/--below/--regressed-by")
+        bail!("say what is bad: --test T [--case C] [--bad fail], --new-failures, --crash TITLE_GLOB, --builds ARCH, or --metric M with --above/--below/--regressed-by")
     }
 
     /// The arch the predicate names (`--builds ARCH`), reconciled with

@@ -48,7 +48,11 @@ pub fn known_crash(cell: &CellResult, known: &[&Known]) -> Option<String> {
             .evidence
             .iter()
             .filter(|e| e.kind == EvidenceKind::Splat)
-            .find(|e| re.is_match(&e.what) || re.is_match(&e.excerpt))?;
+            .find(|e| {
+                re.is_match(&e.what)
+                    || re.is_match(&e.excerpt)
+                    || e.crash.as_ref().is_some_and(|c| re.is_match(&c.title))
+            })?;
         Some(format!(
             "known crash (matrix.toml [[known]] `{}`): {}; {}",
             k.splat, k.reason, hit.what
@@ -246,6 +250,7 @@ reason = "no feature"
             what: what.into(),
             excerpt: String::new(),
             path: None,
+            crash: None,
         };
         c.evidence.push(note(
             EvidenceKind::Accel,
@@ -370,5 +375,18 @@ reason = "no feature"
         assert_eq!(known_crash(&c, &[&known]), None);
         let pass = CellResult::blank("6.12/mm-cid-work/x86_64/wide", Outcome::Pass);
         assert_eq!(known_crash(&pass, &[&known]), None);
+        // A regex may name a crash title, which neither line nor excerpt
+        // holds as such.
+        let by_title: crate::plan::matrix::Known = toml::from_str(
+            "cell = \"*/*/*/*\"\nsplat = \"^WARNING in rcu_core$\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        assert_eq!(known_crash(&c, &[&by_title]), None);
+        c.evidence[0].crash = Some(Box::new(crate::schema::Crash {
+            title: "WARNING in rcu_core".into(),
+            frames: vec!["rcu_core".into()],
+            fingerprint: "0123456789abcdef".into(),
+        }));
+        assert!(known_crash(&c, &[&by_title]).is_some());
     }
 }

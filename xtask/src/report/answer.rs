@@ -1,6 +1,7 @@
 //! The answer first: what each series did against its base, in one short
 //! block. Per series: cells whose outcome is not a test result (a crash, a
-//! build error), cases newly failing or newly passing, cases that passed
+//! build error), crash titles new against the base or also on it, cases
+//! newly failing or newly passing, cases that passed
 //! on the base and did not run (a test that still ran), and every
 //! significant change with its CI, base against series, the changes no
 //! larger than what code layout alone does (`[metric] layout_pct`), the
@@ -95,6 +96,26 @@ fn cell_items(run: &Run, nc: &CellResult, base: Option<&CellResult>) -> Vec<Stri
         out.extend(disagree);
         return out;
     };
+    let (theirs, ours) = (crash_titles(bc), crash_titles(nc));
+    let (new, both): (Vec<&String>, Vec<&String>) = ours.iter().partition(|t| !theirs.contains(t));
+    if !new.is_empty() {
+        out.push(format!(
+            "{at}: new crash: {}",
+            new.iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    if !both.is_empty() {
+        out.push(format!(
+            "{at}: crash also on the base: {}",
+            both.iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
     let (was, now) = (cases(bc), cases(nc));
     let moved = |from: Outcome, to: Outcome| -> Vec<String> {
         now.iter()
@@ -268,6 +289,17 @@ fn no_longer_run(
         })
         .map(|(k, _)| k.clone())
         .collect()
+}
+
+/// The titles of a cell's crash reports, once each, in order.
+fn crash_titles(c: &CellResult) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in c.evidence.iter().filter_map(|e| e.crash.as_ref()) {
+        if !out.contains(&t.title) {
+            out.push(t.title.clone());
+        }
+    }
+    out
 }
 
 /// Passed, failed or was skipped: the cell ran its tests. Anything else
@@ -518,6 +550,43 @@ mod tests {
                 .any(|i| i.contains("not run here")),
             "{:?}",
             answer(&unparented)[0].items
+        );
+
+        // A crash title the base never showed is new; one it showed too
+        // is said as such.
+        let mut crashed = default_run();
+        let oops = |title: &str| {
+            let mut e = crate::schema::Evidence::new(
+                crate::schema::EvidenceKind::Splat,
+                "Oops at console line 9",
+                "",
+                None,
+            );
+            e.crash = Some(Box::new(crate::schema::Crash {
+                title: title.into(),
+                frames: vec![],
+                fingerprint: "0123456789abcdef".into(),
+            }));
+            e
+        };
+        for c in crashed.cells.iter_mut().filter(|c| c.arch == "arm64") {
+            c.evidence.push(oops("WARNING in rcu_core"));
+            if c.variant != "base" {
+                c.evidence
+                    .push(oops("BUG: kernel NULL pointer dereference in do_sys_poll"));
+            }
+        }
+        let items = &answer(&crashed)[0].items;
+        assert!(
+            items.contains(
+                &"arm64/tiny: new crash: BUG: kernel NULL pointer dereference in do_sys_poll"
+                    .to_string()
+            ),
+            "{items:?}"
+        );
+        assert!(
+            items.contains(&"arm64/tiny: crash also on the base: WARNING in rcu_core".to_string()),
+            "{items:?}"
         );
 
         // No test moved and no change was significant: one line.

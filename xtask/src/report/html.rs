@@ -814,6 +814,9 @@ fn not_as_expected(run: &Run) -> Markup {
                 @for m in &c.mismatches { li { (m) } }
             }
             @for e in &c.evidence {
+                @if let Some(k) = &e.crash {
+                    p { strong { (k.title) } " (fingerprint " code { (k.fingerprint) } ")" }
+                }
                 p {
                     (e.what)
                     @if let Some(p) = &e.path { " (" (p.display()) ")" }

@@ -20,6 +20,9 @@ use crate::schema::{CellResult, Outcome, Run};
 fn description(reason: Option<&str>, cell: &CellResult) -> String {
     let mut s = reason.unwrap_or_default().to_string();
     for e in &cell.evidence {
+        if let Some(c) = &e.crash {
+            s += &format!("\n\n{} (fingerprint {})", c.title, c.fingerprint);
+        }
         s += &format!("\n\n{}", e.what);
         if let Some(p) = &e.path {
             s += &format!("\nevidence: {}", p.display());

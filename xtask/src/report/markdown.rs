@@ -268,6 +268,20 @@ fn not_as_expected(s: &mut String, run: &Run) {
                 .path
                 .as_ref()
                 .map_or(String::new(), |p| format!(" ({})", p.display()));
+            if let Some(c) = &e.crash {
+                let _ = writeln!(
+                    s,
+                    "\n**{}** (fingerprint {}; frames: {})",
+                    c.title,
+                    c.fingerprint,
+                    c.frames
+                        .iter()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" < ")
+                );
+            }
             let _ = writeln!(s, "\n{}{path}\n", e.what);
             if !e.excerpt.is_empty() {
                 let excerpt: Vec<&str> = e.excerpt.lines().take(30).collect();
@@ -377,6 +391,7 @@ mod tests {
                 what: "seccomp_bpf: 2 of 4 cases failed".into(),
                 excerpt: "# global.user_notification_filter_empty: Test terminated by timeout\nnot ok 4 global.user_notification_filter_empty".into(),
                 path: Some(format!("results/run/{base}/results.log").into()),
+                crash: None,
             }],
             tests: vec![
                 TestResult {
@@ -486,6 +501,7 @@ mod tests {
             what: what.into(),
             excerpt: excerpt.into(),
             path: None,
+            crash: None,
         };
         let build_error = CellResult {
             mismatches: vec![format!(
@@ -494,6 +510,7 @@ mod tests {
             evidence: vec![
                 Evidence {
                     path: Some(format!("results/run/{arm}/build.log").into()),
+                    crash: None,
                     ..ev("make Image failed", &log)
                 },
                 ev("the first compiler error", ""),

@@ -248,6 +248,22 @@ pub struct Evidence {
     pub what: String,
     pub excerpt: String,
     pub path: Option<PathBuf>,
+    /// A splat's crash report (`analyze::crash`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<Box<Crash>>,
+}
+
+/// A splat as a crash report: syzbot's kind of title, the frames it was
+/// read from, and a fingerprint stable over boots, cells and runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Crash {
+    /// `BUG: kernel NULL pointer dereference in do_sys_poll`.
+    pub title: String,
+    /// Functions, top first, without the reporting and helper ones.
+    pub frames: Vec<String>,
+    /// 16 hex digits over the title and the top three known frames (not
+    /// a stack scan's `?` guesses).
+    pub fingerprint: String,
 }
 
 impl Evidence {
@@ -262,6 +278,7 @@ impl Evidence {
             what: what.into(),
             excerpt: excerpt.into(),
             path,
+            crash: None,
         }
     }
 }
