@@ -116,6 +116,24 @@ fn stamp(t: time::OffsetDateTime) -> String {
     )
 }
 
+/// A kernel log line without its time: `[    1.234567] text` -> `text`
+/// (the console's and `dmesg`'s alike).
+pub fn strip_timestamp(line: &str) -> &str {
+    let l = line.trim_end_matches('\r');
+    if l.starts_with('[') {
+        if let Some(end) = l.find("] ") {
+            if l[1..end]
+                .trim()
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.')
+            {
+                return &l[end + 2..];
+            }
+        }
+    }
+    l
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -55,22 +55,7 @@ fn patterns() -> &'static [(SplatKind, Regex)] {
     })
 }
 
-/// `[    1.234567] text` -> `text`.
-pub fn strip_timestamp(line: &str) -> &str {
-    let l = line.trim_end_matches('\r');
-    if l.starts_with('[') {
-        if let Some(end) = l.find("] ") {
-            if l[1..end]
-                .trim()
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == '.')
-            {
-                return &l[end + 2..];
-            }
-        }
-    }
-    l
-}
+pub use crate::util::strip_timestamp;
 
 const EXCERPT_LINES: usize = 40;
 

@@ -19,7 +19,7 @@ use super::{ktap, Interpreted, Kind, MetricDecls, Recipe};
 use crate::plan::glob::name_matches;
 use crate::plan::matrix::TestSpec;
 use crate::schema::{CaseResult, Outcome};
-use crate::util::shell_quote as quote;
+use crate::util::{shell_quote as quote, strip_timestamp};
 
 pub struct Kunit;
 
@@ -86,15 +86,6 @@ pub fn script(glob: &str) -> String {
     )
 }
 
-/// A kernel log line without its `[    2.298780] ` time.
-fn untimed(line: &str) -> &str {
-    let line = line.trim_end_matches('\r');
-    match line.strip_prefix('[').and_then(|r| r.split_once("] ")) {
-        Some((t, rest)) if t.trim().chars().all(|c| c.is_ascii_digit() || c == '.') => rest,
-        _ => line,
-    }
-}
-
 /// One suite as the log has it: its indented lines, and its verdict line.
 struct Suite<'a> {
     name: String,
@@ -114,7 +105,7 @@ pub fn parse(output: &str) -> Interpreted {
             glob = g.trim().to_string();
             continue;
         }
-        let line = untimed(raw);
+        let line = strip_timestamp(raw);
         if let Some(inner) = line.strip_prefix("    ") {
             if let Some(name) = inner.strip_prefix("# Subtest: ") {
                 suites.push(Suite {
