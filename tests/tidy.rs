@@ -171,7 +171,7 @@ const LAYERS: &[&[&str]] = &[
     &["host"],
     &["kinds"],
     &["stats", "analyze", "build"],
-    &["boot"],
+    &["boot", "history"],
     &["runner", "report"],
     &["bisect", "patchcheck"],
     &["cli"],

@@ -8,6 +8,7 @@ mod bisect;
 mod boot;
 mod build;
 mod cli;
+mod history;
 mod host;
 mod kinds;
 mod patchcheck;

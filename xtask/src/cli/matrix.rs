@@ -67,6 +67,9 @@ pub struct MatrixArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub source: SourceArgs,
+    #[command(flatten)]
+    #[serde(default)]
+    pub history: super::history::DbOpt,
 }
 
 impl MatrixArgs {
@@ -224,10 +227,7 @@ pub fn execute(
         })?;
     }
     let (run, run_dir) = d.into_run();
-    Ok((
-        conclude(env, &m, &run, &run_dir, &cells, a.fail_on_regression)?,
-        run_dir,
-    ))
+    Ok((conclude(env, &m, &run, &run_dir, &cells, &a)?, run_dir))
 }
 
 /// Every kernel the cells need, fetched (and checked against its pinned
@@ -271,7 +271,7 @@ fn conclude(
     run: &results::Run,
     run_dir: &std::path::Path,
     cells: &[crate::plan::matrix::Cell],
-    fail_on_regression: bool,
+    a: &MatrixArgs,
 ) -> Result<u8> {
     let results_path = run_dir.join("results.json");
     let summary = write_summary(run, m, run_dir);
@@ -287,6 +287,7 @@ fn conclude(
         );
         return Ok(2);
     }
+    super::history::record(env, &a.history, run, run_dir);
     let selected: Vec<String> = cells.iter().map(|c| c.id()).collect();
     let bad: Vec<&results::CellResult> = run
         .cells
@@ -298,7 +299,7 @@ fn conclude(
             eprintln!("MISMATCH {mm}");
         }
     }
-    if fail_on_regression && crate::report::files::report_regressions(&run.comparisons) {
+    if a.fail_on_regression && crate::report::files::report_regressions(&run.comparisons) {
         return Ok(1);
     }
     Ok(if bad.is_empty() { 0 } else { 1 })

@@ -32,6 +32,8 @@ pub struct MergeCmd {
     /// without it, a --out that holds a results.json is refused.
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    history: super::history::DbOpt,
 }
 
 impl MergeCmd {
@@ -89,6 +91,7 @@ impl MergeCmd {
             results.display()
         );
         reports::publish_github(&run, || summary);
+        super::history::record(env, &self.history, &run, &out);
         Ok(reports::verdict_code(&run, self.fail_on_regression))
     }
 }

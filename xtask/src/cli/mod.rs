@@ -28,6 +28,7 @@ mod step;
 mod sweep;
 
 mod bisect;
+mod history;
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -89,6 +90,9 @@ pub enum Cmd {
     Merge(merge::MergeCmd),
     /// Write JUnit XML, HTML and KCIDB JSON of a run (all three into RUN_DIR by default).
     Report(report::ReportCmd),
+    /// The run history: `add` run directories, `list` them, `show` change
+    /// points, case states across runs and crashes by title.
+    History(history::HistoryCmd),
 }
 
 /// Where the command runs: the harness's own checkout (matrix.toml,
@@ -722,6 +726,7 @@ impl Cmd {
             Cmd::AaRate(c) => c.run(env),
             Cmd::Merge(c) => c.run(env),
             Cmd::Report(c) => c.run(env),
+            Cmd::History(c) => c.run(env),
         }
     }
 }

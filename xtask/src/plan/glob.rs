@@ -16,6 +16,12 @@ fn build(pattern: &str, in_cell_id: bool) -> Result<GlobMatcher, String> {
         .map_err(|e| format!("`{pattern}` is not a glob: {}", e.kind()))
 }
 
+/// `pattern` compiled once, for many matches: `in_cell_id` as in
+/// `cell_matches`, otherwise as in `name_matches`.
+pub fn compile(pattern: &str, in_cell_id: bool) -> Result<GlobMatcher, String> {
+    build(pattern, in_cell_id)
+}
+
 /// Whether `pattern` is a glob: the refusal says why not.
 pub fn check(pattern: &str) -> Result<(), String> {
     build(pattern, true).map(|_| ())

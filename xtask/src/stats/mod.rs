@@ -9,6 +9,7 @@
 //! commands (only `crate::schema` and `crate::plan`'s metric declarations).
 pub mod aa;
 pub mod bootstrap;
+pub mod changepoint;
 pub mod compare;
 pub mod crosscheck;
 pub mod distributions;

@@ -1,0 +1,230 @@
+//! `cargo xtask history add|list|show`: the run history database
+//! (`crate::history`). `matrix`, `sweep` and `merge` add their runs
+//! themselves (`record`); `add` imports run directories made before, or
+//! elsewhere.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use super::Env;
+use crate::history::{self, trend, Added, Store};
+use crate::report::files::load_run;
+use crate::schema::Run;
+use crate::stats::changepoint::Params;
+
+#[derive(Args, Debug)]
+pub struct HistoryCmd {
+    #[command(subcommand)]
+    cmd: HistorySub,
+}
+
+#[derive(Subcommand, Debug)]
+enum HistorySub {
+    /// Add run directories (or results.json files) to the database; a run
+    /// added again replaces itself.
+    Add {
+        #[command(flatten)]
+        db: DbOpt,
+        #[arg(required = true, value_name = "RUN")]
+        runs: Vec<PathBuf>,
+        /// What the runs tested, kept with each (default: this checkout's
+        /// commit, or $GITHUB_SHA in GitHub Actions).
+        #[arg(long)]
+        source: Option<String>,
+    },
+    /// The stored runs, oldest first.
+    List {
+        #[command(flatten)]
+        db: DbOpt,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per metric its change points, per case its state across runs,
+    /// crashes by title; exit 1 when the last run brought a regression,
+    /// a new failure or a new crash.
+    Show {
+        #[command(flatten)]
+        db: DbOpt,
+        /// Cells (glob, repeatable).
+        #[arg(long)]
+        cell: Vec<String>,
+        /// Metrics (glob, repeatable).
+        #[arg(long)]
+        metric: Vec<String>,
+        /// Tests (glob, repeatable).
+        #[arg(long)]
+        test: Vec<String>,
+        /// Only the last N runs.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        last: usize,
+        /// The history document (docs/history.md) instead of Markdown.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `--db PATH`: the history database.
+#[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct DbOpt {
+    /// History database (default results/history.sqlite; for a run,
+    /// history.sqlite beside its directory).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+impl DbOpt {
+    fn path(&self, env: &Env) -> PathBuf {
+        self.db
+            .as_ref()
+            .map_or_else(|| env.root.join("results/history.sqlite"), |p| env.path(p))
+    }
+
+    /// The database a run in `run_dir` goes to.
+    pub fn for_run(&self, env: &Env, run_dir: &Path) -> PathBuf {
+        self.db
+            .as_ref()
+            .map_or_else(|| history::default_db(run_dir), |p| env.path(p))
+    }
+}
+
+impl HistoryCmd {
+    pub fn run(self, env: &Env) -> Result<u8> {
+        match self.cmd {
+            HistorySub::Add { db, runs, source } => {
+                let path = db.path(env);
+                let mut store = Store::open(&path)?;
+                let source = source.unwrap_or_else(|| source_of(env));
+                let mut loaded: Vec<(PathBuf, Run)> = Vec::new();
+                // Every run read and checked before the first is added.
+                for r in &runs {
+                    let p = env.path(r);
+                    loaded.push((p.clone(), load_run(&p)?));
+                }
+                for (p, run) in &loaded {
+                    let how = match store
+                        .add(run, p, &source, &crate::util::timestamp())
+                        .with_context(|| format!("adding {} to {}", p.display(), path.display()))?
+                    {
+                        Added::New(id) => format!("added as run {id}"),
+                        Added::Replaced(id) => format!("stored already: run {id} replaced"),
+                    };
+                    println!("{}: {how}", p.display());
+                }
+                Ok(0)
+            }
+            HistorySub::List { db, json } => {
+                let path = db.path(env);
+                let store = open_existing(&path)?;
+                let runs = store.runs()?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&runs)?);
+                } else {
+                    println!("{}: {} runs", path.display(), runs.len());
+                    for r in &runs {
+                        println!(
+                            "{:>5}  {}  {:<16} {:<14} {:>3} cells, {} not as expected  {}",
+                            r.id,
+                            r.started,
+                            r.hostname,
+                            if r.source.is_empty() { "-" } else { &r.source },
+                            r.cells,
+                            r.not_as_expected,
+                            r.dir
+                        );
+                    }
+                }
+                Ok(0)
+            }
+            HistorySub::Show {
+                db,
+                cell,
+                metric,
+                test,
+                last,
+                json,
+            } => {
+                for g in &cell {
+                    crate::plan::glob::check(g).map_err(|e| anyhow::anyhow!("--cell {e}"))?;
+                }
+                let path = db.path(env);
+                let store = open_existing(&path)?;
+                let f = trend::Filter {
+                    cell,
+                    metric,
+                    test,
+                    last,
+                };
+                let h = trend::history(&store, &f, &Params::default())?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&h)?);
+                } else {
+                    print!("{}", trend::markdown(&h));
+                }
+                Ok(u8::from(!h.since_last.is_empty()))
+            }
+        }
+    }
+}
+
+fn open_existing(path: &Path) -> Result<Store> {
+    if !path.exists() {
+        bail!(
+            "{}: no history database (a matrix run makes one; `cargo xtask history add --db {} RUN...` imports runs)",
+            path.display(),
+            path.display()
+        );
+    }
+    Store::open(path)
+}
+
+/// What a run of this checkout tests: $GITHUB_SHA in GitHub Actions,
+/// else the checkout's commit (with `-dirty` for uncommitted changes),
+/// else "".
+pub fn source_of(env: &Env) -> String {
+    if let Ok(sha) = std::env::var("GITHUB_SHA") {
+        if !sha.is_empty() {
+            return sha.chars().take(12).collect();
+        }
+    }
+    let git = |args: &[&str]| {
+        let mut c = std::process::Command::new("git");
+        c.arg("-C").arg(&env.root).args(args);
+        crate::host::proc::query(c)
+            .filter(|f| f.success())
+            .map(|f| f.stdout.trim().to_string())
+    };
+    match git(&["rev-parse", "--short=12", "HEAD"]) {
+        Some(head) => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            if dirty {
+                head + "-dirty"
+            } else {
+                head
+            }
+        }
+        None => String::new(),
+    }
+}
+
+/// Adds a finished run to its history database; a failure is a warning,
+/// never the run's (its results are on disk either way).
+pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
+    let path = db.for_run(env, run_dir);
+    match history::add(&path, run, run_dir, &source_of(env)) {
+        Ok(a) => {
+            let id = match a {
+                Added::New(id) | Added::Replaced(id) => id,
+            };
+            println!("history: run {id} in {}", path.display());
+        }
+        Err(e) => eprintln!(
+            "warning: the run was not added to the history {}: {e:#} (add it later with `cargo xtask history add --db {} {}`)",
+            path.display(),
+            path.display(),
+            run_dir.display()
+        ),
+    }
+}
