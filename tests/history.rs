@@ -239,6 +239,28 @@ fn a_planted_step_and_a_planted_failure_are_found_at_their_runs_and_nothing_else
         )),
         "{md}"
     );
+    // The page: a trend per metric, the one that changed first and marked,
+    // nothing fetched.
+    let page = d.join("history.html");
+    let o = xtask(&[
+        "history",
+        "show",
+        "--db",
+        &db.display().to_string(),
+        "--html",
+        &page.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<svg").count(), 18);
+    let first = html.find("<h3>").unwrap();
+    assert!(
+        html[first..].starts_with(&format!("<h3>{CELL} <code>{METRIC}</code>")),
+        "{}",
+        &html[first..first + 200]
+    );
+    assert_eq!(html.matches("class=\"cpl\"").count(), 1);
+    assert!(!html.contains("src=") && !html.contains("href="));
 }
 
 #[test]

@@ -62,6 +62,9 @@ enum HistorySub {
         /// The history document (docs/history.md) instead of Markdown.
         #[arg(long)]
         json: bool,
+        /// Also write the history as one HTML page (a trend per metric).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
 }
 
@@ -144,6 +147,7 @@ impl HistoryCmd {
                 test,
                 last,
                 json,
+                html,
             } => {
                 for g in &cell {
                     crate::plan::glob::check(g).map_err(|e| anyhow::anyhow!("--cell {e}"))?;
@@ -157,6 +161,15 @@ impl HistoryCmd {
                     last,
                 };
                 let h = trend::history(&store, &f, &Params::default())?;
+                if let Some(file) = html {
+                    let file = env.path(&file);
+                    crate::host::cache::write_atomic(
+                        &file,
+                        crate::report::trend::html(&h).as_bytes(),
+                    )
+                    .with_context(|| format!("writing {}", file.display()))?;
+                    eprintln!("history: {}", file.display());
+                }
                 if json {
                     println!("{}", serde_json::to_string_pretty(&h)?);
                 } else {

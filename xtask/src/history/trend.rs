@@ -454,7 +454,7 @@ pub fn markdown(h: &History) -> String {
     if h.cases.is_empty() {
         s += "Every case passed (or skipped) in every run.\n\n";
     } else {
-        s += "| state | cell | test | since run | outcomes (oldest first) | last |\n|---|---|---|---|---|---|\n";
+        s += "| state | cell | test | since run | outcomes (oldest first, the last 40) | last |\n|---|---|---|---|---|---|\n";
         for c in &h.cases {
             s += &format!(
                 "| {} | {} | {}{} | {} | `{}` | {} |\n",
@@ -466,7 +466,7 @@ pub fn markdown(h: &History) -> String {
                     .map(|k| format!("/{k}"))
                     .unwrap_or_default(),
                 c.since,
-                c.outcomes,
+                last_letters(&c.outcomes, 40),
                 c.last
             );
         }
@@ -487,6 +487,15 @@ pub fn markdown(h: &History) -> String {
         s += "\n";
     }
     s
+}
+
+/// The last `n` letters of a case's outcomes, `...` before them when
+/// some are left out.
+fn last_letters(s: &str, n: usize) -> String {
+    match s.len().checked_sub(n) {
+        Some(cut) if cut > 0 => format!("...{}", &s[cut..]),
+        _ => s.to_string(),
+    }
 }
 
 #[cfg(test)]

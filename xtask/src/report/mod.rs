@@ -1,5 +1,6 @@
 //! The reports people read: the markdown summary, HTML, KCIDB, JUnit, GitHub
-//! annotations, and the text of comparisons and of A/A counts and noise.
+//! annotations, the text of comparisons and of A/A counts and noise, and
+//! the history's HTML page.
 //! Rendering only, but for `files` (which reads runs and writes the
 //! rendered files): every figure shown is computed in `crate::stats` (or
 //! is in results.json already); nothing here computes a statistic or
@@ -13,6 +14,7 @@ pub mod html;
 pub mod junit;
 pub mod kcidb;
 pub mod markdown;
+pub mod trend;
 
 /// `x` with `places` decimals, or "-" when it is not a finite number (a
 /// figure of a `cannot-compare` comparison, one an older harness wrote as
