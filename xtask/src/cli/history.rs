@@ -222,8 +222,9 @@ pub fn source_of(env: &Env) -> String {
     }
 }
 
-/// Adds a finished run to its history database; a failure is a warning,
-/// never the run's (its results are on disk either way).
+/// Adds a finished run to its history database and says what it brought
+/// against the runs before it (its cells, the last 50 runs); a failure is
+/// a warning, never the run's (its results are on disk either way).
 pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
     let path = db.for_run(env, run_dir);
     match history::add(&path, run, run_dir, &source_of(env)) {
@@ -231,7 +232,27 @@ pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
             let id = match a {
                 Added::New(id) | Added::Replaced(id) => id,
             };
-            println!("history: run {id} in {}", path.display());
+            let f = trend::Filter {
+                cell: run.cells.iter().map(|c| glob_literal(&c.id)).collect(),
+                last: 50,
+                ..Default::default()
+            };
+            let news = Store::open(&path)
+                .and_then(|s| trend::history(&s, &f, &Params::default()))
+                .map(|h| (h.runs.len(), h.since_last));
+            match news {
+                Ok((n, news)) if n > 1 && !news.is_empty() => {
+                    println!("history: run {id} in {}; against the runs before it:", path.display());
+                    for l in news {
+                        println!("  {l}");
+                    }
+                }
+                Ok((n, _)) if n > 1 => println!(
+                    "history: run {id} in {}; no regression, new failure or new crash against the runs before it",
+                    path.display()
+                ),
+                _ => println!("history: run {id} in {}", path.display()),
+            }
         }
         Err(e) => eprintln!(
             "warning: the run was not added to the history {}: {e:#} (add it later with `cargo xtask history add --db {} {}`)",
@@ -240,4 +261,16 @@ pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
             run_dir.display()
         ),
     }
+}
+
+/// A cell id as a glob that matches only itself.
+fn glob_literal(id: &str) -> String {
+    let mut g = String::new();
+    for ch in id.chars() {
+        if "*?[]{}\\".contains(ch) {
+            g.push('\\');
+        }
+        g.push(ch);
+    }
+    g
 }
