@@ -226,6 +226,21 @@ mod tests {
     }
 
     #[test]
+    fn a_short_history_cannot_show_a_change_at_the_default_level() {
+        // A clean step, 3 runs a side: one order in C(6, 3) = 20 splits
+        // it as well, so p >= 1/20 whatever the step's size. Eight a
+        // side, C(16, 8) = 12870 orders: found.
+        let step = |k: usize| -> Vec<f64> {
+            let mut xs = level(k, 100.0, 0.01);
+            xs.extend(level(k, 150.0, 0.01));
+            xs
+        };
+        assert!(detect(&step(3), &Params::default()).is_empty());
+        let cps = detect(&step(8), &Params::default());
+        assert_eq!(cps.iter().map(|c| c.at).collect::<Vec<_>>(), vec![8]);
+    }
+
+    #[test]
     fn white_noise_raises_about_the_nominal_rate_of_alarms() {
         // 400 histories of 30 log-normal values (5% spread): at the 0.1%
         // level 0.4 histories with an alarm are expected.
