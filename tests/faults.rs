@@ -496,6 +496,46 @@ fn busy_cache_is_refused_with_no_wait() {
     assert!(err.contains("in use by another run"), "{err}");
 }
 
+/// A host whose disk is all but full: the cache on a real 256 MiB tmpfs
+/// (mounted by the test; root only) is refused before any work, naming
+/// the cache, what is free and what to do; the run directory stays empty.
+#[test]
+fn a_cache_on_a_full_disk_is_refused_before_any_work() {
+    let mnt = out_dir("small-disk");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256m", "kmatrix-test"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        support::missing(
+            "a_cache_on_a_full_disk_is_refused_before_any_work",
+            "mount -t tmpfs (root)",
+        );
+        return;
+    }
+    let out = out_dir("small-disk-run");
+    let o = xtask()
+        .args(["matrix", "--no-setup", "--cell", BASE, "--out"])
+        .arg(&out)
+        .env("KMATRIX_CACHE", mnt.join("cache"))
+        .output()
+        .unwrap();
+    let _ = Command::new("umount").arg(&mnt).status();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the cache {} has 0.2 GiB free, less than the 1.0 GiB a run needs at least",
+            mnt.join("cache").display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("KMATRIX_CACHE"), "{err}");
+    assert!(!out.exists(), "a run directory was made");
+}
+
 #[test]
 fn corrupt_cached_kernel_is_detected_and_rebuilt() {
     // Find the cached image of the base cell and damage it. Hold the lock

@@ -186,7 +186,12 @@ impl HostOpts {
         if !self.no_setup {
             crate::host::setup::ensure(&crate::plan::debian_packages(m), self.yes)?;
         }
-        crate::host::cache::Cache::open(crate::host::cache::default_root(), !self.no_wait)
+        let cache =
+            crate::host::cache::Cache::open(crate::host::cache::default_root(), !self.no_wait)?;
+        if let Some(w) = cache.check_space()? {
+            eprintln!("{w}");
+        }
+        Ok(cache)
     }
 }
 

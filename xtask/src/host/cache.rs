@@ -38,7 +38,62 @@ pub fn default_root() -> PathBuf {
     base.join("kmatrix")
 }
 
+/// Below this much free space under the cache a run is refused: an
+/// initramfs, a run's logs and one incremental build already take
+/// hundreds of MB.
+pub const REFUSE_BELOW: u64 = 1 << 30;
+/// Below this much a run goes on with a warning: a kernel source imported
+/// and built takes 2-3 GB (docs/measurements.md).
+pub const WARN_BELOW: u64 = 8 << 30;
+
+/// The bytes free to this user on the file system holding `path`.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a statvfs to fill.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// What `free` bytes under the cache `root` allow: Err (refused) below
+/// `REFUSE_BELOW`, a warning below `WARN_BELOW`.
+pub fn space_verdict(root: &Path, free: u64) -> Result<Option<String>> {
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    if free < REFUSE_BELOW {
+        bail!(
+            "the cache {} has {} free, less than the {} a run needs at least: free some space \
+             there (old kernels under {}/trees and {}/build can go; they are rebuilt when needed) \
+             or point KMATRIX_CACHE elsewhere",
+            root.display(),
+            gib(free),
+            gib(REFUSE_BELOW),
+            root.display(),
+            root.display()
+        );
+    }
+    Ok((free < WARN_BELOW).then(|| {
+        format!(
+            "warning: the cache {} has {} free; a kernel source imported and built takes 2-3 GB, \
+             so a build may run out of space",
+            root.display(),
+            gib(free)
+        )
+    }))
+}
+
 impl Cache {
+    /// Refused when the file system holding the cache is all but full;
+    /// a warning (returned) when it is low.
+    pub fn check_space(&self) -> Result<Option<String>> {
+        match free_bytes(&self.root) {
+            Some(free) => space_verdict(&self.root, free),
+            None => Ok(None),
+        }
+    }
+
     /// Opens the cache, waiting for another run's lock (with a message) or,
     /// with `wait == false`, refusing.
     pub fn open(root: PathBuf, wait: bool) -> Result<Cache> {
@@ -138,6 +193,25 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_cache_is_refused_and_a_low_one_warned_of() {
+        let r = Path::new("/c");
+        let e = space_verdict(r, 512 << 20).unwrap_err().to_string();
+        assert!(
+            e.starts_with("the cache /c has 0.5 GiB free, less than the 1.0 GiB"),
+            "{e}"
+        );
+        let w = space_verdict(r, 3 << 30).unwrap().unwrap();
+        assert!(
+            w.starts_with("warning: the cache /c has 3.0 GiB free"),
+            "{w}"
+        );
+        assert_eq!(space_verdict(r, 9 << 30).unwrap(), None);
+        // The real file system answers.
+        assert!(free_bytes(Path::new("/")).is_some_and(|b| b > 0));
+        assert_eq!(free_bytes(Path::new("/no/such/dir")), None);
+    }
 
     /// The expected keys are from Python, not from this code: each part is
     /// u64-LE length + label + u64-LE length + data, the kind first:
