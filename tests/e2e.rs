@@ -409,8 +409,13 @@ fn arm64_base_fails_only_the_sync_case_as_expected() {
 fn boot_gives_an_interactive_shell() {
     use std::io::{BufRead, Write};
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Its own temporary directory, to see that the boot leaves nothing.
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("boot-tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["boot", "6.1/seccomp-sync-wakeup/x86_64/tiny"])
+        .env("TMPDIR", &tmp)
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -467,6 +472,11 @@ fn boot_gives_an_interactive_shell() {
     assert!(child.wait().unwrap().success());
     assert!(seen.contains("guest-says-42"), "{seen}");
     assert!(seen.contains("seccomp_bpf"), "{seen}");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "the boot left {left:?} behind");
 }
 
 /// The rseq, membarrier and mm_cid checks (tests/checks/matrix.toml: the default matrix's

@@ -76,11 +76,21 @@ impl BootCmd {
                 one_cell(&m, &self.cell)?
             }
         };
+        // The cell's initramfs and logs, for this boot only: removed when
+        // it ends, however it ends.
         let dir = std::env::temp_dir().join(format!("kmatrix-boot-{}", std::process::id()));
         let ui = ui::Ui::new();
-        let ctx = runner::Ctx::new(&m, env.root.clone(), &cache, dir, Policy::from_env()?);
+        let ctx = runner::Ctx::new(
+            &m,
+            env.root.clone(),
+            &cache,
+            dir.clone(),
+            Policy::from_env()?,
+        );
         let cu = ui.cell(1, 1, &cell.id());
-        runner::boot_interactive(&ctx, &cell, &cu)?;
+        let booted = runner::boot_interactive(&ctx, &cell, &cu);
+        let _ = std::fs::remove_dir_all(&dir);
+        booted?;
         Ok(0)
     }
 }
