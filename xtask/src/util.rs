@@ -99,6 +99,16 @@ pub fn md_code(text: &str) -> String {
     }
 }
 
+/// Where the unit tests keep their scratch directories: the build's
+/// `target/tmp/unit`, never the user's /tmp.
+#[cfg(test)]
+pub fn test_tmp() -> std::path::PathBuf {
+    let d = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/unit");
+    std::fs::create_dir_all(&d).unwrap();
+    // Without the `..`: some tests check how paths escape a directory.
+    std::fs::canonicalize(&d).unwrap()
+}
+
 /// UTC `YYYYmmdd-HHMMSS`: run directory names and log line stamps.
 pub fn timestamp() -> String {
     stamp(time::OffsetDateTime::now_utc())
@@ -152,7 +162,8 @@ mod tests {
 
     #[test]
     fn an_input_is_a_regular_file_within_its_bound() {
-        let dir = std::env::temp_dir().join(format!("kmatrix-read-input-{}", std::process::id()));
+        let dir =
+            crate::util::test_tmp().join(format!("kmatrix-read-input-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("m.toml");
         std::fs::write(&f, "0123456789").unwrap();

@@ -845,7 +845,7 @@ mod tests {
 
     #[test]
     fn checkout_refuses_a_kernel_the_matrix_does_not_have() {
-        let dir = std::env::temp_dir().join(format!("kmatrix-co-{}", std::process::id()));
+        let dir = crate::util::test_tmp().join(format!("kmatrix-co-{}", std::process::id()));
         let cache = cache::Cache::open(dir.join("cache"), false).unwrap();
         let e = checkout(
             matrix(),

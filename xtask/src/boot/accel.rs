@@ -511,7 +511,7 @@ mod tests {
     /// boot reads the same verdict from the memo.
     #[test]
     fn a_cell_whose_qemu_died_under_kvm_falls_back_to_tcg() {
-        let scratch = std::env::temp_dir().join(format!("kmatrix-accel-{}", std::process::id()));
+        let scratch = crate::util::test_tmp().join(format!("kmatrix-accel-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&scratch);
         let c = Chooser::new(
             scratch.clone(),

@@ -362,7 +362,7 @@ mod tests {
     fn boot_logs_are_numbered_and_kept_aside() {
         assert_eq!(boot_file("console", "log", 1), "console.log");
         assert_eq!(boot_file("console", "log", 4), "console.boot4.log");
-        let d = std::env::temp_dir().join(format!("kmatrix-keep-{}", std::process::id()));
+        let d = crate::util::test_tmp().join(format!("kmatrix-keep-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("console.log"), "kvm boot").unwrap();
         let kept = keep_as(&d.join("console.log"), "kvm");

@@ -707,7 +707,7 @@ mod tests {
     /// host does not have. The pinner gives up when QEMU exits.
     #[test]
     fn run_counts_the_cpus_it_kept_busy() {
-        let dir = std::env::temp_dir().join(format!("kmatrix-busy-{}", std::process::id()));
+        let dir = crate::util::test_tmp().join(format!("kmatrix-busy-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("c.log");
         let cpu = *allowed_cpus().last().unwrap();
@@ -846,7 +846,7 @@ mod tests {
     /// is killed at the timeout. (The real QEMU runs in tests/e2e.rs.)
     #[test]
     fn run_caps_console_and_times_out() {
-        let dir = std::env::temp_dir().join(format!("kmatrix-qemu-{}", std::process::id()));
+        let dir = crate::util::test_tmp().join(format!("kmatrix-qemu-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("c.log");
         let e = run(

@@ -209,7 +209,7 @@ mod tests {
             );
             return;
         }
-        let dir = std::env::temp_dir().join(format!("kmatrix-cpio-{}", std::process::id()));
+        let dir = crate::util::test_tmp().join(format!("kmatrix-cpio-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let archive = dir.join("a.cpio");
         std::fs::write(&archive, write(&sample())).unwrap();

@@ -572,7 +572,7 @@ mod tests {
 
     #[test]
     fn make_rebuilds_what_differs_from_the_slots_own_last_build() {
-        let root = std::env::temp_dir().join(format!("kmatrix-slots-{}", std::process::id()));
+        let root = crate::util::test_tmp().join(format!("kmatrix-slots-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let (tree, [base, series, planted]) = tiny_tree(&root);
         let slots = Slots::new(root.join("build/k/x86_64/tiny"));
@@ -612,7 +612,8 @@ mod tests {
     /// build from scratch of its commit gives.
     #[test]
     fn every_image_is_right_whatever_the_order_of_builds() {
-        let root = std::env::temp_dir().join(format!("kmatrix-slots-any-{}", std::process::id()));
+        let root =
+            crate::util::test_tmp().join(format!("kmatrix-slots-any-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let (tree, commits) = tiny_tree(&root);
         let slots = Slots::new(root.join("build/k/x86_64/tiny"));

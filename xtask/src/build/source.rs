@@ -839,7 +839,7 @@ mod tests {
 
     /// An empty directory of this test process's own.
     fn scratch(name: &str) -> PathBuf {
-        let root = std::env::temp_dir().join(format!("kmatrix-{name}-{}", std::process::id()));
+        let root = crate::util::test_tmp().join(format!("kmatrix-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).unwrap();
         root

@@ -559,7 +559,7 @@ mod tests {
 
     #[test]
     fn a_resumed_bisect_keeps_its_command_but_takes_this_invocations_host_flags() {
-        let dir = std::env::temp_dir().join(format!("kmatrix-resume-{}", std::process::id()));
+        let dir = crate::util::test_tmp().join(format!("kmatrix-resume-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut first = parse(&[
             "--test",

@@ -100,7 +100,7 @@ mod tests {
                 other => panic!("parsed as {other:?}"),
             }
         };
-        let new = std::env::temp_dir().join(format!("kmatrix-checkout-{}", std::process::id()));
+        let new = crate::util::test_tmp().join(format!("kmatrix-checkout-{}", std::process::id()));
         let new = new.to_str().unwrap();
         assert_eq!(
             check(&["9.9", new]).as_deref(),

@@ -944,6 +944,7 @@ mod tests {
 
     #[test]
     fn a_series_dir_gets_the_checks_a_matrix_series_gets() {
+        // Outside the checkout, as a user's own series is (it removes it).
         let d = std::env::temp_dir().join(format!("kmatrix-series-flag-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         let patch = "From: a <a@b>\nSubject: [PATCH] x\n\n---\n";
@@ -1126,7 +1127,8 @@ mod tests {
 
     #[test]
     fn resume_wants_a_run_directory_of_its_own_command() {
-        let dir = std::env::temp_dir().join(format!("kmatrix-resume-check-{}", std::process::id()));
+        let dir =
+            crate::util::test_tmp().join(format!("kmatrix-resume-check-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let e = check_resume(&dir, "matrix").unwrap_err().to_string();
         assert!(e.contains("no such directory"), "{e}");

@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn second_open_refuses_without_wait() {
-        let root = std::env::temp_dir().join(format!("kmatrix-lock-{}", std::process::id()));
+        let root = crate::util::test_tmp().join(format!("kmatrix-lock-{}", std::process::id()));
         let first = Cache::open(root.clone(), false).unwrap();
         // flock locks belong to the open file description: a second open in
         // the same process conflicts just as another process would.

@@ -66,7 +66,7 @@ mod tests {
     /// changes it; it is git's tree hash of that path.
     #[test]
     fn subtree_id_is_the_tree_hash_of_the_path() {
-        let d = std::env::temp_dir().join(format!("kmatrix-git-{}", std::process::id()));
+        let d = crate::util::test_tmp().join(format!("kmatrix-git-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("sub")).unwrap();
         git_ok(&d, &["init", "-q"], "init").unwrap();

@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_stamp_must_name_exactly_what_is_wanted() {
-        let d = std::env::temp_dir().join(format!("kmatrix-stamp-{}", std::process::id()));
+        let d = crate::util::test_tmp().join(format!("kmatrix-stamp-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         assert!(!stamped(&d, "a==1"));
         stamp(&d, "a==1\nb==2").unwrap();

@@ -66,7 +66,7 @@ mod tests {
 
     #[test]
     fn settings_file_timeout() {
-        let d = std::env::temp_dir().join(format!("kmatrix-settings-{}", std::process::id()));
+        let d = crate::util::test_tmp().join(format!("kmatrix-settings-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         assert_eq!(settings_timeout(&d), None);
         std::fs::write(d.join("settings"), "timeout=120\n").unwrap();

@@ -313,7 +313,8 @@ mod tests {
             err(None, Some("/nonexistent/.kunitconfig")),
             "--kunitconfig /nonexistent/.kunitconfig: `/nonexistent/.kunitconfig`: no such file"
         );
-        let own = std::env::temp_dir().join(format!("kmatrix-kunitconfig-{}", std::process::id()));
+        let own =
+            crate::util::test_tmp().join(format!("kmatrix-kunitconfig-{}", std::process::id()));
         std::fs::create_dir_all(&own).unwrap();
         std::fs::write(own.join(".kunitconfig"), "CONFIG_KUNIT=y\n").unwrap();
         check_kunitconfig(own.to_str().unwrap()).unwrap();

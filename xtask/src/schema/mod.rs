@@ -1110,7 +1110,7 @@ mod tests {
 
     #[test]
     fn save_is_atomic_and_round_trips() {
-        let dir = std::env::temp_dir().join(format!("kmatrix-results-{}", std::process::id()));
+        let dir = crate::util::test_tmp().join(format!("kmatrix-results-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("results.json");
         let run = Run {

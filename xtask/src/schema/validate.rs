@@ -215,7 +215,7 @@ mod tests {
     /// harness reads: the file, where (line:column, JSON path) and what.
     #[test]
     fn load_names_the_file_the_place_and_the_problem() {
-        let dir = std::env::temp_dir().join(format!("kmatrix-validate-{}", std::process::id()));
+        let dir = crate::util::test_tmp().join(format!("kmatrix-validate-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("results.json");
         let load = |text: &str| {

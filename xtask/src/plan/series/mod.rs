@@ -87,7 +87,7 @@ mod tests {
 
     #[test]
     fn series_file_order_else_patches_by_name() {
-        let d = std::env::temp_dir().join(format!("kmatrix-series-{}", std::process::id()));
+        let d = crate::util::test_tmp().join(format!("kmatrix-series-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         let e = files("s", &d).unwrap_err().to_string();
