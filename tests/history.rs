@@ -259,7 +259,7 @@ fn a_planted_step_and_a_planted_failure_are_found_at_their_runs_and_nothing_else
         "{}",
         &html[first..first + 200]
     );
-    assert_eq!(html.matches("class=\"cpl\"").count(), 1);
+    assert_eq!(html.matches("class=\"t-cp-label\"").count(), 1);
     assert!(!html.contains("src=") && !html.contains("href="));
 }
 

@@ -227,8 +227,12 @@ pub fn source_of(env: &Env) -> String {
 /// a warning, never the run's (its results are on disk either way).
 pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
     let path = db.for_run(env, run_dir);
-    match history::add(&path, run, run_dir, &source_of(env)) {
-        Ok(a) => {
+    let added = Store::open(&path).and_then(|mut s| {
+        let a = s.add(run, run_dir, &source_of(env), &crate::util::timestamp())?;
+        Ok((s, a))
+    });
+    match added {
+        Ok((store, a)) => {
             let id = match a {
                 Added::New(id) | Added::Replaced(id) => id,
             };
@@ -237,8 +241,7 @@ pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
                 last: 50,
                 ..Default::default()
             };
-            let news = Store::open(&path)
-                .and_then(|s| trend::history(&s, &f, &Params::default()))
+            let news = trend::history(&store, &f, &Params::default())
                 .map(|h| (h.runs.len(), h.since_last));
             match news {
                 Ok((n, news)) if n > 1 && !news.is_empty() => {

@@ -11,10 +11,6 @@ pub mod trend;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-
-use crate::schema::Run;
-
 pub use store::{Added, Store};
 
 /// The database a run in `run_dir` is added to when no `--db` is given:
@@ -25,10 +21,4 @@ pub fn default_db(run_dir: &Path) -> PathBuf {
         .parent()
         .unwrap_or_else(|| Path::new("."))
         .join("history.sqlite")
-}
-
-/// Adds `run` (from `dir`) to the database at `db`.
-pub fn add(db: &Path, run: &Run, dir: &Path, source: &str) -> Result<Added> {
-    let mut s = Store::open(db)?;
-    s.add(run, dir, source, &crate::util::timestamp())
 }

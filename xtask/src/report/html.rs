@@ -127,6 +127,9 @@ pre { background: #f6f8fa; padding: 8px; font-size: 12px; overflow-x: auto; max-
 .plot { margin: 6px 0 2px; }
 .verdicts { font-size: 13px; margin: 2px 0 14px 0; padding-left: 18px; }
 ul.cases { margin: 4px 0 0 0; padding-left: 18px; }
+.t-pt { fill: #1f6fb2; } .t-ci { stroke: #1f6fb2; stroke-opacity: .45; } .t-ax { stroke: #999; }
+.t-cp { stroke: #c0392b; stroke-dasharray: 4 3; } .t-lvl { stroke: #555; stroke-width: 1.5; }
+.t-lab { font-size: 11px; fill: #555; } .t-cp-label { font-size: 11px; fill: #c0392b; }
 "#;
 
 /// An outcome's badge.

@@ -1,11 +1,11 @@
 //! The history as one self-contained HTML page (`history show --html`):
 //! what the last run brought, then a trend per metric (each run's median
 //! with its 95% CI, change points marked, the level of each segment
-//! drawn), the cases that are not plainly passing, the crashes. Inline
-//! CSS and SVG, no script, nothing fetched. Pure: a `History` in, a
-//! string out.
+//! drawn), the cases that are not plainly passing, the crashes. In the
+//! run report's page and style (`html::page`): inline SVG, no script,
+//! nothing fetched. Pure: a `History` in, a string out.
 
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup};
 
 use super::{pct, sig3};
 use crate::history::trend::{History, MetricTrend};
@@ -16,12 +16,6 @@ const LEFT: f64 = 60.0;
 const RIGHT: f64 = 12.0;
 const TOP: f64 = 10.0;
 const BOTTOM: f64 = 24.0;
-
-const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}\
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}\
-h3{margin:1.2em 0 .2em;font-size:15px}.pt{fill:#1f6fb2}.ci{stroke:#1f6fb2;stroke-opacity:.45}\
-.cp{stroke:#c0392b;stroke-dasharray:4 3}.lvl{stroke:#555;stroke-width:1.5}.ax{stroke:#999}\
-.lab{font-size:11px;fill:#555}.cpl{font-size:11px;fill:#c0392b}code{font-size:12px}";
 
 /// The page.
 pub fn html(h: &History) -> String {
@@ -34,62 +28,52 @@ pub fn html(h: &History) -> String {
         ),
         _ => "kmatrix history: no run".to_string(),
     };
-    let page = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { (title) }
-                style { (PreEscaped(CSS)) }
-            }
-            body {
-                h1 { (title) }
-                h2 { "Since the last run" }
-                @if h.since_last.is_empty() {
-                    p { "Nothing new: no regression, new failure or new crash in the last run." }
-                } @else {
-                    ul { @for l in &h.since_last { li { (l) } } }
-                }
-                h2 { "Metrics" }
-                p {
-                    (h.metrics.iter().filter(|m| !m.changes.is_empty()).count())
-                    " of " (h.metrics.len())
-                    " metrics changed level. Each dot is a run's median with its 95% CI; a dashed line is a change point, a grey line the level of each segment."
-                }
-                // Those that changed level first.
-                @for m in h.metrics.iter().filter(|m| !m.changes.is_empty()) { (metric(m, h.runs.len())) }
-                @for m in h.metrics.iter().filter(|m| m.changes.is_empty()) { (metric(m, h.runs.len())) }
-                h2 { "Cases" }
-                @if h.cases.is_empty() {
-                    p { "Every case passed (or skipped) in every run." }
-                } @else {
-                    table {
-                        tr { th { "state" } th { "cell" } th { "test" } th { "since run" } th { "outcomes" } th { "last" } }
-                        @for c in &h.cases {
-                            tr {
-                                td { (c.state.as_str()) }
-                                td { (c.cell) }
-                                td { (c.test) @if let Some(k) = &c.case { "/" (k) } }
-                                td { (c.since) }
-                                td { code { (c.outcomes) } }
-                                td { (c.last) }
-                            }
-                        }
-                    }
-                }
-                @if !h.crashes.is_empty() {
-                    h2 { "Crashes" }
-                    table {
-                        tr { th { "title" } th { "cells" } th { "first run" } th { "last run" } th { "runs" } }
-                        @for c in &h.crashes {
-                            tr { td { (c.title) } td { (c.cells.join(", ")) } td { (c.first) } td { (c.last) } td { (c.runs) } }
-                        }
+    let body = html! {
+        h1 { (title) }
+        h2 { "Since the last run" }
+        @if h.since_last.is_empty() {
+            p { "Nothing new: no regression, new failure or new crash in the last run." }
+        } @else {
+            ul { @for l in &h.since_last { li { (l) } } }
+        }
+        h2 { "Metrics" }
+        p {
+            (h.metrics.iter().filter(|m| !m.changes.is_empty()).count())
+            " of " (h.metrics.len())
+            " metrics changed level. Each dot is a run's median with its 95% CI; a dashed line is a change point, a grey line the level of each segment."
+        }
+        // Those that changed level first.
+        @for m in h.metrics.iter().filter(|m| !m.changes.is_empty()) { (metric(m, h.runs.len())) }
+        @for m in h.metrics.iter().filter(|m| m.changes.is_empty()) { (metric(m, h.runs.len())) }
+        h2 { "Cases" }
+        @if h.cases.is_empty() {
+            p { "Every case passed (or skipped) in every run." }
+        } @else {
+            table {
+                tr { th { "state" } th { "cell" } th { "test" } th { "since run" } th { "outcomes" } th { "last" } }
+                @for c in &h.cases {
+                    tr {
+                        td { (c.state.as_str()) }
+                        td { (c.cell) }
+                        td { (c.test) @if let Some(k) = &c.case { "/" (k) } }
+                        td { (c.since) }
+                        td { code { (c.outcomes) } }
+                        td { (c.last) }
                     }
                 }
             }
         }
+        @if !h.crashes.is_empty() {
+            h2 { "Crashes" }
+            table {
+                tr { th { "title" } th { "cells" } th { "first run" } th { "last run" } th { "runs" } }
+                @for c in &h.crashes {
+                    tr { td { (c.title) } td { (c.cells.join(", ")) } td { (c.first) } td { (c.last) } td { (c.runs) } }
+                }
+            }
+        }
     };
-    page.into_string()
+    super::html::page(&title, body)
 }
 
 /// One metric's trend: a heading with its change points, and the plot.
@@ -139,25 +123,25 @@ fn metric(m: &MetricTrend, runs: usize) -> Markup {
             }
         }
         svg xmlns="http://www.w3.org/2000/svg" width=(W) height=(H) viewBox={ "0 0 " (W) " " (H) } {
-            line.ax x1=(LEFT) y1=(H - BOTTOM) x2=(W - RIGHT) y2=(H - BOTTOM) {}
-            line.ax x1=(LEFT) y1=(TOP) x2=(LEFT) y2=(H - BOTTOM) {}
-            text.lab x="2" y=(y(hi) + 10.0) { (sig3(hi)) }
-            text.lab x="2" y=(y(lo)) { (sig3(lo)) }
-            text.lab x=(LEFT) y=(H - 6.0) { "run 1" }
-            text.lab x=(W - RIGHT - 50.0) y=(H - 6.0) { "run " (runs) }
+            line.t-ax x1=(LEFT) y1=(H - BOTTOM) x2=(W - RIGHT) y2=(H - BOTTOM) {}
+            line.t-ax x1=(LEFT) y1=(TOP) x2=(LEFT) y2=(H - BOTTOM) {}
+            text.t-lab x="2" y=(y(hi) + 10.0) { (sig3(hi)) }
+            text.t-lab x="2" y=(y(lo)) { (sig3(lo)) }
+            text.t-lab x=(LEFT) y=(H - 6.0) { "run 1" }
+            text.t-lab x=(W - RIGHT - 50.0) y=(H - 6.0) { "run " (runs) }
             @for (a, b, v) in &levels {
-                line.lvl x1=(x(*a)) y1=(y(*v)) x2=(x(*b)) y2=(y(*v)) {}
+                line.t-lvl x1=(x(*a)) y1=(y(*v)) x2=(x(*b)) y2=(y(*v)) {}
             }
             @for c in &m.changes {
-                line.cp x1=(x(c.run) - 0.5 * (W - LEFT - RIGHT) / (n - 1.0)) y1=(TOP)
+                line.t-cp x1=(x(c.run) - 0.5 * (W - LEFT - RIGHT) / (n - 1.0)) y1=(TOP)
                     x2=(x(c.run) - 0.5 * (W - LEFT - RIGHT) / (n - 1.0)) y2=(H - BOTTOM) {}
-                text.cpl x=(x(c.run) + 2.0) y=(TOP + 10.0) { "run " (c.run) " " (pct(c.pct, 1)) }
+                text.t-cp-label x=(x(c.run) + 2.0) y=(TOP + 10.0) { "run " (c.run) " " (pct(c.pct, 1)) }
             }
             @for p in &m.points {
                 @if let Some((a, b)) = p.ci {
-                    line.ci x1=(x(p.run)) y1=(y(a)) x2=(x(p.run)) y2=(y(b)) {}
+                    line.t-ci x1=(x(p.run)) y1=(y(a)) x2=(x(p.run)) y2=(y(b)) {}
                 }
-                circle.pt cx=(x(p.run)) cy=(y(p.median)) r="2.5" {
+                circle.t-pt cx=(x(p.run)) cy=(y(p.median)) r="2.5" {
                     title { "run " (p.run) ": " (sig3(p.median)) " " (m.unit) }
                 }
             }
