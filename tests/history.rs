@@ -5,6 +5,7 @@
 //! planted at known runs; adding twice, two writers at once, a database
 //! of a newer schema refused.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -122,28 +123,24 @@ fn synthetic(dir: &Path, runs: usize, seed: u64, plant: &Plant) -> Vec<PathBuf> 
     out
 }
 
-fn add(db: &Path, runs: &[PathBuf]) -> Output {
-    let mut args = vec![
-        "history".to_string(),
-        "add".into(),
-        "--db".into(),
-        db.display().to_string(),
-        "--source".into(),
-        "synthetic".into(),
-    ];
-    args.extend(runs.iter().map(|p| p.display().to_string()));
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    xtask(&a)
+/// `history add --db DB RUNS...` (DB a file or a URL).
+fn add(db: impl AsRef<OsStr>, runs: &[PathBuf]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    c.args(["history", "add", "--db"])
+        .arg(db)
+        .args(["--source", "synthetic"])
+        .args(runs)
+        .current_dir(repo())
+        .env_remove("GITHUB_SHA");
+    c.output().expect("running xtask")
 }
 
-fn show(db: &Path) -> (Output, Value) {
-    let o = xtask(&[
-        "history",
-        "show",
-        "--db",
-        &db.display().to_string(),
-        "--json",
-    ]);
+fn show(db: impl AsRef<OsStr>) -> (Output, Value) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    c.args(["history", "show", "--json", "--db"])
+        .arg(db)
+        .current_dir(repo());
+    let o = c.output().expect("running xtask");
     let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
     (o, v)
 }
@@ -415,4 +412,304 @@ fn a_new_failure_in_the_last_run_fails_the_gate_and_bad_databases_are_refused() 
         "{}",
         text(&o)
     );
+}
+
+/// A PostgreSQL server of the test's own on loopback (Debian's
+/// `postgresql` package, which `cargo xtask setup` installs): a cluster
+/// made by initdb in a directory of its own, started by pg_ctl on a free
+/// port, stopped and removed when dropped. As root, the server runs as
+/// the package's `postgres` user (PostgreSQL refuses to run as root).
+struct Server {
+    bin: PathBuf,
+    data: PathBuf,
+    as_postgres: bool,
+    url: String,
+}
+
+impl Server {
+    /// The newest installed server's programs; None (or, under CI=true, a
+    /// failure naming the set-up) when there is none.
+    fn start(name: &str) -> Option<Server> {
+        let mut bins: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .map(|d| d.flatten().map(|e| e.path().join("bin")).collect())
+            .unwrap_or_default();
+        bins.retain(|b| b.join("initdb").exists());
+        bins.sort_by_key(|b| {
+            b.parent()
+                .and_then(|v| v.file_name())
+                .and_then(|v| v.to_str())
+                .and_then(|v| v.parse::<u32>().ok())
+        });
+        let Some(bin) = bins.pop() else {
+            let why = "no PostgreSQL server (/usr/lib/postgresql/*/bin/initdb): `cargo xtask setup` installs Debian's postgresql";
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+            eprintln!("skipped: {why}");
+            return None;
+        };
+        let as_postgres = nix_is_root();
+        // Outside the checkout: as root, the server's user must reach it.
+        let data = std::env::temp_dir().join(format!("kmatrix-pg-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = Server {
+            url: format!("postgres://kmatrix@127.0.0.1:{port}/postgres"),
+            bin,
+            data,
+            as_postgres,
+        };
+        if as_postgres {
+            let ok = Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(&server.data)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "chown postgres {}", server.data.display());
+        }
+        let cluster = server.data.join("cluster");
+        let o = server
+            .run("initdb")
+            .arg("-D")
+            .arg(&cluster)
+            .args([
+                "-U",
+                "kmatrix",
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "initdb: {}", text(&o));
+        let o = server
+            .run("pg_ctl")
+            .arg("-D")
+            .arg(&cluster)
+            .arg("-l")
+            .arg(server.data.join("log"))
+            .args(["-w", "-t", "60", "-o"])
+            .arg(format!(
+                "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off",
+                server.data.display()
+            ))
+            .arg("start")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "pg_ctl start: {}\nlog:\n{}",
+            text(&o),
+            std::fs::read_to_string(server.data.join("log")).unwrap_or_default()
+        );
+        Some(server)
+    }
+
+    /// One of the server's programs, as its user.
+    fn run(&self, program: &str) -> Command {
+        let exe = self.bin.join(program);
+        if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(exe);
+            c
+        } else {
+            Command::new(exe)
+        }
+    }
+
+    /// One SQL statement through the server's own client.
+    fn psql(&self, sql: &str) -> String {
+        let o = self
+            .run("psql")
+            .args([
+                "-X",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-d",
+                &self.url,
+                "-c",
+                sql,
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "psql {sql}: {}", text(&o));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self
+            .run("pg_ctl")
+            .arg("-D")
+            .arg(self.data.join("cluster"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+}
+
+fn nix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+#[test]
+fn postgres_holds_the_same_history_as_sqlite_and_is_as_safe() {
+    let Some(pg) = Server::start("same") else {
+        return;
+    };
+    let d = tmp("postgres");
+    let runs = synthetic(
+        &d,
+        12,
+        5,
+        &Plant {
+            step: Some((CELL, METRIC, 7, 0.7)),
+            failing: Some((CELL, "seccomp_bpf", CASE, 12)),
+        },
+    );
+    let file = d.join("h.sqlite");
+    // The first runs twice (one writer after the other), the rest from
+    // two writers at once, each with its own runs.
+    for db in [file.as_os_str(), OsStr::new(&pg.url)] {
+        let o = add(db, &runs[..4]);
+        assert!(o.status.success(), "{}", text(&o));
+        let o = add(db, &runs[..2]);
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("stored already: run 1 replaced"),
+            "{}",
+            text(&o)
+        );
+        let spawn = |rs: &[PathBuf]| {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+            c.args(["history", "add", "--db"])
+                .arg(db)
+                .args(rs)
+                .current_dir(repo())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        };
+        let a = spawn(&runs[4..9]);
+        let b = spawn(&runs[8..12]);
+        for p in [a, b] {
+            let o = p.wait_with_output().unwrap();
+            assert!(o.status.success(), "{}", text(&o));
+        }
+    }
+    assert_eq!(pg.psql("SELECT count(*) FROM runs"), "12");
+    // The same document from both, the planted step and failure in it.
+    let (o_file, h_file) = show(&file);
+    let (o_pg, h_pg) = show(&pg.url);
+    assert_eq!(h_pg["runs"].as_array().map(Vec::len), Some(12), "{}", text(&o_pg));
+    assert_eq!(o_file.status.code(), Some(1), "{}", text(&o_file));
+    assert_eq!(o_pg.status.code(), Some(1), "{}", text(&o_pg));
+    assert!(
+        changes(&h_pg).contains(&(CELL.to_string(), METRIC.to_string(), 7)),
+        "{:?}",
+        changes(&h_pg)
+    );
+    // Run ids follow the order the two writers happened to take turns.
+    let no_ids = |mut h: Value| {
+        for r in h["runs"].as_array_mut().unwrap() {
+            r["id"] = Value::Null;
+        }
+        h
+    };
+    assert_eq!(no_ids(h_file), no_ids(h_pg), "SQLite and PostgreSQL disagree");
+    let o = xtask(&["history", "list", "--db", &pg.url]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("{}: 12 runs", pg.url)),
+        "{}",
+        text(&o)
+    );
+    // A schema from a newer harness: refused, not rewritten.
+    pg.psql("UPDATE kmatrix_schema SET version = 99");
+    let o = xtask(&["history", "list", "--db", &pg.url]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("schema version 99, newer than this harness's 1"),
+        "{}",
+        text(&o)
+    );
+    // A server that refuses: the error names it, never its password.
+    let bad = pg
+        .url
+        .replace("kmatrix@", "kmatrix:s3cr3t@")
+        .replace("/postgres", "/nosuchdb");
+    let o = xtask(&["history", "list", "--db", &bad]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("kmatrix:***@127.0.0.1"), "{}", text(&o));
+    assert!(err.contains("nosuchdb"), "{}", text(&o));
+    assert!(!err.contains("s3cr3t"), "{}", text(&o));
+}
+
+#[test]
+fn a_run_report_closes_with_its_cells_trends_across_the_history() {
+    let d = tmp("report");
+    let runs = synthetic(
+        &d,
+        20,
+        9,
+        &Plant {
+            step: Some((CELL, METRIC, 11, 0.7)),
+            failing: None,
+        },
+    );
+    let db = d.join("h.sqlite");
+    assert!(add(&db, &runs[..19]).status.success());
+    // The 20th run arrives as CI's merge of its job's results.
+    let out = d.join("merged");
+    let o = xtask(&[
+        "merge",
+        "--db",
+        &db.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+        &runs[19].display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("history: run 20 in ",),
+        "{}",
+        text(&o)
+    );
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let across = page
+        .split("<h2>Across runs</h2>")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Across runs section:\n{page}"));
+    assert!(
+        across.contains("This run and the 19 before it in its history (since 20261201-000100)"),
+        "{across}"
+    );
+    // The planted step, shown (not folded) with its run; the 18 metrics
+    // with a median (of default-1's 24), each a plot; the only change
+    // point is the planted one.
+    let (shown, folded) = across.split_once("<details>").unwrap();
+    assert!(shown.contains("1 of 18 metrics changed level"), "{shown}");
+    assert!(shown.contains(&format!("<code>{METRIC}</code>")), "{shown}");
+    assert!(shown.contains(" · run 11: -"), "{shown}");
+    assert!(
+        folded.contains("17 metrics without a change point"),
+        "{folded}"
+    );
+    assert_eq!(across.matches("<svg").count(), 18);
+    // Nothing fetched: no script, stylesheet, image or frame source.
+    for tag in [" src=", "<link", "<script", "@import"] {
+        assert!(!page.contains(tag), "the page fetches something ({tag})");
+    }
 }

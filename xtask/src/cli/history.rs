@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
 use super::Env;
-use crate::history::{self, trend, Added, Store};
+use crate::history::{self, trend, Added, Location, Store};
 use crate::report::files::load_run;
 use crate::schema::Run;
 use crate::stats::changepoint::Params;
@@ -68,27 +68,46 @@ enum HistorySub {
     },
 }
 
-/// `--db PATH`: the history database.
+/// `--db PATH|URL`: the history database.
 #[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct DbOpt {
-    /// History database (default results/history.sqlite; for a run,
-    /// history.sqlite beside its directory).
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// History database: a SQLite file (default results/history.sqlite;
+    /// for a run, history.sqlite beside its directory) or a PostgreSQL
+    /// URL (postgres://USER@HOST:PORT/DB; the password from $PGPASSWORD).
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<String>,
 }
 
 impl DbOpt {
-    fn path(&self, env: &Env) -> PathBuf {
-        self.db
-            .as_ref()
-            .map_or_else(|| env.root.join("results/history.sqlite"), |p| env.path(p))
+    fn location(&self, env: &Env) -> Location {
+        self.db.as_deref().map_or_else(
+            || Location::File(env.root.join("results/history.sqlite")),
+            |d| located(d, env),
+        )
     }
 
     /// The database a run in `run_dir` goes to.
-    pub fn for_run(&self, env: &Env, run_dir: &Path) -> PathBuf {
-        self.db
-            .as_ref()
-            .map_or_else(|| history::default_db(run_dir), |p| env.path(p))
+    pub fn for_run(&self, env: &Env, run_dir: &Path) -> Location {
+        self.db.as_deref().map_or_else(
+            || Location::File(history::default_db(run_dir)),
+            |d| located(d, env),
+        )
+    }
+}
+
+/// `--db` as a location; a server's user and password, when its URL
+/// names none, from libpq's variables (`$PGUSER`, else the login name;
+/// `$PGPASSWORD`), so a secret need not be on the command line.
+fn located(db: &str, env: &Env) -> Location {
+    match Location::parse(db, &env.cwd) {
+        Location::Postgres(s) => Location::Postgres(history::Server {
+            user: std::env::var("PGUSER")
+                .or_else(|_| std::env::var("USER"))
+                .ok(),
+            password: std::env::var("PGPASSWORD").ok(),
+            ..s
+        }),
+        file => file,
     }
 }
 
@@ -96,8 +115,8 @@ impl HistoryCmd {
     pub fn run(self, env: &Env) -> Result<u8> {
         match self.cmd {
             HistorySub::Add { db, runs, source } => {
-                let path = db.path(env);
-                let mut store = Store::open(&path)?;
+                let at = db.location(env);
+                let mut store = Store::open(&at)?;
                 let source = source.unwrap_or_else(|| source_of(env));
                 let mut loaded: Vec<(PathBuf, Run)> = Vec::new();
                 // Every run read and checked before the first is added.
@@ -108,7 +127,7 @@ impl HistoryCmd {
                 for (p, run) in &loaded {
                     let how = match store
                         .add(run, p, &source, &crate::util::timestamp())
-                        .with_context(|| format!("adding {} to {}", p.display(), path.display()))?
+                        .with_context(|| format!("adding {} to {at}", p.display()))?
                     {
                         Added::New(id) => format!("added as run {id}"),
                         Added::Replaced(id) => format!("stored already: run {id} replaced"),
@@ -118,13 +137,13 @@ impl HistoryCmd {
                 Ok(0)
             }
             HistorySub::List { db, json } => {
-                let path = db.path(env);
-                let store = open_existing(&path)?;
+                let at = db.location(env);
+                let mut store = open_existing(&at)?;
                 let runs = store.runs()?;
                 if json {
                     println!("{}", serde_json::to_string_pretty(&runs)?);
                 } else {
-                    println!("{}: {} runs", path.display(), runs.len());
+                    println!("{at}: {} runs", runs.len());
                     for r in &runs {
                         println!(
                             "{:>5}  {}  {:<16} {:<14} {:>3} cells, {} not as expected  {}",
@@ -152,15 +171,15 @@ impl HistoryCmd {
                 for g in &cell {
                     crate::plan::glob::check(g).map_err(|e| anyhow::anyhow!("--cell {e}"))?;
                 }
-                let path = db.path(env);
-                let store = open_existing(&path)?;
+                let at = db.location(env);
+                let mut store = open_existing(&at)?;
                 let f = trend::Filter {
                     cell,
                     metric,
                     test,
                     last,
                 };
-                let h = trend::history(&store, &f, &Params::default())?;
+                let h = trend::history(&mut store, &f, &Params::default())?;
                 if let Some(file) = html {
                     let file = env.path(&file);
                     crate::host::cache::write_atomic(
@@ -181,15 +200,13 @@ impl HistoryCmd {
     }
 }
 
-fn open_existing(path: &Path) -> Result<Store> {
-    if !path.exists() {
+fn open_existing(at: &Location) -> Result<Store> {
+    if !at.exists() {
         bail!(
-            "{}: no history database (a matrix run makes one; `cargo xtask history add --db {} RUN...` imports runs)",
-            path.display(),
-            path.display()
+            "{at}: no history database (a matrix run makes one; `cargo xtask history add --db {at} RUN...` imports runs)"
         );
     }
-    Store::open(path)
+    Store::open(at)
 }
 
 /// What a run of this checkout tests: $GITHUB_SHA in GitHub Actions,
@@ -226,13 +243,13 @@ pub fn source_of(env: &Env) -> String {
 /// against the runs before it (its cells, the last 50 runs); a failure is
 /// a warning, never the run's (its results are on disk either way).
 pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
-    let path = db.for_run(env, run_dir);
-    let added = Store::open(&path).and_then(|mut s| {
+    let at = db.for_run(env, run_dir);
+    let added = Store::open(&at).and_then(|mut s| {
         let a = s.add(run, run_dir, &source_of(env), &crate::util::timestamp())?;
         Ok((s, a))
     });
     match added {
-        Ok((store, a)) => {
+        Ok((mut store, a)) => {
             let id = match a {
                 Added::New(id) | Added::Replaced(id) => id,
             };
@@ -241,26 +258,26 @@ pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
                 last: 50,
                 ..Default::default()
             };
-            let news = trend::history(&store, &f, &Params::default())
-                .map(|h| (h.runs.len(), h.since_last));
-            match news {
-                Ok((n, news)) if n > 1 && !news.is_empty() => {
-                    println!("history: run {id} in {}; against the runs before it:", path.display());
-                    for l in news {
-                        println!("  {l}");
+            let h = trend::history(&mut store, &f, &Params::default());
+            match h {
+                Ok(h) if h.runs.len() > 1 => {
+                    if h.since_last.is_empty() {
+                        println!("history: run {id} in {at}; no regression, new failure or new crash against the runs before it");
+                    } else {
+                        println!("history: run {id} in {at}; against the runs before it:");
+                        for l in &h.since_last {
+                            println!("  {l}");
+                        }
+                    }
+                    if let Err(e) = crate::report::files::write_html_with_history(run, run_dir, &h) {
+                        eprintln!("warning: the trends across runs are not in the report: {e:#}");
                     }
                 }
-                Ok((n, _)) if n > 1 => println!(
-                    "history: run {id} in {}; no regression, new failure or new crash against the runs before it",
-                    path.display()
-                ),
-                _ => println!("history: run {id} in {}", path.display()),
+                _ => println!("history: run {id} in {at}"),
             }
         }
         Err(e) => eprintln!(
-            "warning: the run was not added to the history {}: {e:#} (add it later with `cargo xtask history add --db {} {}`)",
-            path.display(),
-            path.display(),
+            "warning: the run was not added to the history {at}: {e:#} (add it later with `cargo xtask history add --db {at} {}`)",
             run_dir.display()
         ),
     }

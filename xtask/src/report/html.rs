@@ -531,6 +531,12 @@ fn group_of(c: &CellResult) -> String {
 /// The report; `cis` gives the metrics' median CIs (and gives up on them
 /// when the caller is interrupted).
 pub fn html(run: &Run, cis: &MedianCis) -> String {
+    with_end(run, cis, None)
+}
+
+/// The report, closed by `end` (the trends of its cells across the
+/// history, `report::trend::across_runs`) when one is given.
+pub fn with_end(run: &Run, cis: &MedianCis, end: Option<Markup>) -> String {
     let body = html! {
         (heading(run))
         (answer(run))
@@ -540,6 +546,7 @@ pub fn html(run: &Run, cis: &MedianCis) -> String {
         }
         (metrics(run, cis))
         (not_as_expected(run))
+        @if let Some(e) = end { (e) }
     };
     page(&format!("kmatrix run {}", run.started), body)
 }

@@ -3,7 +3,8 @@
 //! with its 95% CI, change points marked, the level of each segment
 //! drawn), the cases that are not plainly passing, the crashes. In the
 //! run report's page and style (`html::page`): inline SVG, no script,
-//! nothing fetched. Pure: a `History` in, a string out.
+//! nothing fetched. The same trends close a run's own report.html
+//! (`across_runs`). Pure: a `History` in, a string out.
 
 use maud::{html, Markup};
 
@@ -74,6 +75,41 @@ pub fn html(h: &History) -> String {
         }
     };
     super::html::page(&title, body)
+}
+
+/// "Across runs", for a run's report.html: what the run brought against
+/// the runs before it, then its cells' metrics over the history (those
+/// that changed level shown, the others folded).
+pub fn across_runs(h: &History) -> Markup {
+    let (changed, flat): (Vec<&MetricTrend>, Vec<&MetricTrend>) =
+        h.metrics.iter().partition(|m| !m.changes.is_empty());
+    html! {
+        h2 { "Across runs" }
+        p {
+            "This run and the " (h.runs.len() - 1) " before it in its history"
+            @if let Some(r) = h.runs.first() { " (since " (r.started) ")" }
+            ". "
+            @if h.since_last.is_empty() {
+                "Against the runs before it: no regression, new failure or new crash."
+            } @else {
+                "Against the runs before it:"
+            }
+        }
+        @if !h.since_last.is_empty() {
+            ul { @for l in &h.since_last { li { (l) } } }
+        }
+        p {
+            (changed.len()) " of " (h.metrics.len())
+            " metrics changed level. Each dot is a run's median with its 95% CI; a dashed line is a change point."
+        }
+        @for m in &changed { (metric(m, h.runs.len())) }
+        @if !flat.is_empty() {
+            details {
+                summary { (flat.len()) " metrics without a change point" }
+                @for m in &flat { (metric(m, h.runs.len())) }
+            }
+        }
+    }
 }
 
 /// One metric's trend: a heading with its change points, and the plot.
