@@ -611,7 +611,12 @@ fn postgres_holds_the_same_history_as_sqlite_and_is_as_safe() {
     // The same document from both, the planted step and failure in it.
     let (o_file, h_file) = show(&file);
     let (o_pg, h_pg) = show(&pg.url);
-    assert_eq!(h_pg["runs"].as_array().map(Vec::len), Some(12), "{}", text(&o_pg));
+    assert_eq!(
+        h_pg["runs"].as_array().map(Vec::len),
+        Some(12),
+        "{}",
+        text(&o_pg)
+    );
     assert_eq!(o_file.status.code(), Some(1), "{}", text(&o_file));
     assert_eq!(o_pg.status.code(), Some(1), "{}", text(&o_pg));
     assert!(
@@ -626,7 +631,11 @@ fn postgres_holds_the_same_history_as_sqlite_and_is_as_safe() {
         }
         h
     };
-    assert_eq!(no_ids(h_file), no_ids(h_pg), "SQLite and PostgreSQL disagree");
+    assert_eq!(
+        no_ids(h_file),
+        no_ids(h_pg),
+        "SQLite and PostgreSQL disagree"
+    );
     let o = xtask(&["history", "list", "--db", &pg.url]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
