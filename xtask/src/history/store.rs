@@ -166,12 +166,30 @@ trait Backend {
     /// Runs statements without parameters (DDL, COMMIT, ROLLBACK).
     fn batch(&mut self, sql: &str) -> Result<()>;
     fn exec(&mut self, sql: &str, args: &[V]) -> Result<()>;
-    fn rows(&mut self, sql: &str, args: &[V]) -> Result<Vec<Vec<V>>>;
+    /// Gives each row of a query to `f` as it comes (a history's cases
+    /// are never all in memory twice).
+    fn each(&mut self, sql: &str, args: &[V], f: &mut dyn FnMut(&[V]) -> Result<()>) -> Result<()>;
+
     /// The schema version, inside the transaction `begin` started.
     fn version(&mut self) -> Result<i64>;
     fn set_version(&mut self, v: i64) -> Result<()>;
     /// A migration in this backend's words.
     fn ddl(&self, sqlite: &str) -> String;
+}
+
+/// Every row of a query, each made into a `T` by `f`.
+fn select<T>(
+    db: &mut dyn Backend,
+    sql: &str,
+    args: &[V],
+    f: impl Fn(&[V]) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    db.each(sql, args, &mut |r| {
+        out.push(f(r)?);
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 struct Sqlite(rusqlite::Connection);
@@ -203,14 +221,14 @@ impl Backend for Sqlite {
         Ok(())
     }
 
-    fn rows(&mut self, sql: &str, args: &[V]) -> Result<Vec<Vec<V>>> {
+    fn each(&mut self, sql: &str, args: &[V], f: &mut dyn FnMut(&[V]) -> Result<()>) -> Result<()> {
         use rusqlite::types::ValueRef;
         let mut s = self.0.prepare_cached(sql)?;
         let n = s.column_count();
         let mut q = s.query(rusqlite::params_from_iter(args))?;
-        let mut out = Vec::new();
+        let mut row = Vec::with_capacity(n);
         while let Some(r) = q.next()? {
-            let mut row = Vec::with_capacity(n);
+            row.clear();
             for i in 0..n {
                 row.push(match r.get_ref(i)? {
                     ValueRef::Null => V::Null,
@@ -220,9 +238,9 @@ impl Backend for Sqlite {
                     ValueRef::Blob(_) => bail!("column {i} of `{sql}` is a blob"),
                 });
             }
-            out.push(row);
+            f(&row)?;
         }
-        Ok(out)
+        Ok(())
     }
 
     fn version(&mut self) -> Result<i64> {
@@ -318,12 +336,14 @@ impl Backend for Postgres {
         Ok(())
     }
 
-    fn rows(&mut self, sql: &str, args: &[V]) -> Result<Vec<Vec<V>>> {
+    fn each(&mut self, sql: &str, args: &[V], f: &mut dyn FnMut(&[V]) -> Result<()>) -> Result<()> {
+        use postgres::fallible_iterator::FallibleIterator;
         use postgres::types::Type;
         let s = self.statement(sql)?;
-        let mut out = Vec::new();
-        for r in self.client.query(&s, &pg_params(args))? {
-            let mut row = Vec::with_capacity(r.len());
+        let mut rows = self.client.query_raw(&s, pg_params(args))?;
+        let mut row = Vec::new();
+        while let Some(r) = rows.next()? {
+            row.clear();
             for (i, c) in r.columns().iter().enumerate() {
                 let t = c.type_();
                 let v = if *t == Type::INT8 {
@@ -339,9 +359,9 @@ impl Backend for Postgres {
                 };
                 row.push(v.unwrap_or(V::Null));
             }
-            out.push(row);
+            f(&row)?;
         }
-        Ok(out)
+        Ok(())
     }
 
     fn version(&mut self) -> Result<i64> {
@@ -476,11 +496,9 @@ impl Store {
         let key = format!("{}/{}/{}", run.host.hostname, run.started, run.matrix);
         let rows = rows_of(run);
         self.write(|db| {
-            let old = db
-                .rows("SELECT id FROM runs WHERE key = ?1", &[V::from(&key)])?
+            let old = select(db, "SELECT id FROM runs WHERE key = ?1", &[V::from(&key)], |r| r[0].i())?
                 .first()
-                .map(|r| r[0].i())
-                .transpose()?;
+                .copied();
             if let Some(id) = old {
                 db.exec("DELETE FROM runs WHERE id = ?1", &[V::I(id)])?;
             }
@@ -504,7 +522,7 @@ impl Store {
                 }
                 None => format!("INSERT INTO runs ({cols}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id"),
             };
-            let id = db.rows(&sql, &args)?[0][0].i()?;
+            let id = select(db, &sql, &args, |r| r[0].i())?[0];
             for c in &run.cells {
                 db.exec(
                     "INSERT INTO cells (run, cell, outcome, as_expected, accel, build_key, boots)
@@ -562,16 +580,14 @@ impl Store {
 
     /// Every stored run, oldest first.
     pub fn runs(&mut self) -> Result<Vec<RunRow>> {
-        self.db
-            .rows(
-                "SELECT r.id, r.started, r.hostname, r.source, r.dir,
+        select(
+            self.db.as_mut(),
+            "SELECT r.id, r.started, r.hostname, r.source, r.dir,
                     (SELECT COUNT(*) FROM cells c WHERE c.run = r.id),
                     (SELECT COUNT(*) FROM cells c WHERE c.run = r.id AND c.as_expected = 0)
              FROM runs r ORDER BY r.started, r.id",
-                &[],
-            )?
-            .iter()
-            .map(|r| {
+            &[],
+            |r| {
                 Ok(RunRow {
                     id: r[0].i()?,
                     started: r[1].t()?,
@@ -581,22 +597,20 @@ impl Store {
                     cells: r[5].i()?,
                     not_as_expected: r[6].i()?,
                 })
-            })
-            .collect()
+            },
+        )
     }
 
     /// Every stored metric value of the runs started at or after
     /// `first_run`.
     pub fn metric_points(&mut self, first_run: &str) -> Result<Vec<MetricPoint>> {
-        self.db
-            .rows(
-                "SELECT m.run, m.cell, m.metric, m.unit, m.median, m.ci_lo, m.ci_hi
+        select(
+            self.db.as_mut(),
+            "SELECT m.run, m.cell, m.metric, m.unit, m.median, m.ci_lo, m.ci_hi
              FROM metrics m JOIN runs r ON r.id = m.run
              WHERE r.started >= ?1 AND m.median IS NOT NULL AND m.skip IS NULL",
-                &[V::from(first_run)],
-            )?
-            .iter()
-            .map(|r| {
+            &[V::from(first_run)],
+            |r| {
                 Ok(MetricPoint {
                     run: r[0].i()?,
                     cell: r[1].t()?,
@@ -605,47 +619,41 @@ impl Store {
                     median: r[4].f()?.unwrap_or(f64::NAN),
                     ci: r[5].f()?.zip(r[6].f()?),
                 })
-            })
-            .collect()
+            },
+        )
     }
 
     /// Every stored case (the test as a whole has the name ""), as (run
     /// id, cell, test, name, outcome).
     pub fn case_points(&mut self, first_run: &str) -> Result<Vec<CasePoint>> {
-        self.db
-            .rows(
-                "SELECT c.run, c.cell, c.test, c.name, c.outcome
+        select(
+            self.db.as_mut(),
+            "SELECT c.run, c.cell, c.test, c.name, c.outcome
              FROM cases c JOIN runs r ON r.id = c.run WHERE r.started >= ?1",
-                &[V::from(first_run)],
-            )?
-            .iter()
-            .map(|r| Ok((r[0].i()?, r[1].t()?, r[2].t()?, r[3].t()?, r[4].t()?)))
-            .collect()
+            &[V::from(first_run)],
+            |r| Ok((r[0].i()?, r[1].t()?, r[2].t()?, r[3].t()?, r[4].t()?)),
+        )
     }
 
     /// The cells each run ran, as (run id, cell).
     pub fn cell_points(&mut self, first_run: &str) -> Result<Vec<(i64, String)>> {
-        self.db
-            .rows(
-                "SELECT c.run, c.cell FROM cells c JOIN runs r ON r.id = c.run WHERE r.started >= ?1",
-                &[V::from(first_run)],
-            )?
-            .iter()
-            .map(|r| Ok((r[0].i()?, r[1].t()?)))
-            .collect()
+        select(
+            self.db.as_mut(),
+            "SELECT c.run, c.cell FROM cells c JOIN runs r ON r.id = c.run WHERE r.started >= ?1",
+            &[V::from(first_run)],
+            |r| Ok((r[0].i()?, r[1].t()?)),
+        )
     }
 
     /// Every stored crash, as (run id, cell, title, fingerprint).
     pub fn crash_points(&mut self, first_run: &str) -> Result<Vec<(i64, String, String, String)>> {
-        self.db
-            .rows(
-                "SELECT c.run, c.cell, c.title, c.fingerprint
+        select(
+            self.db.as_mut(),
+            "SELECT c.run, c.cell, c.title, c.fingerprint
              FROM crashes c JOIN runs r ON r.id = c.run WHERE r.started >= ?1",
-                &[V::from(first_run)],
-            )?
-            .iter()
-            .map(|r| Ok((r[0].i()?, r[1].t()?, r[2].t()?, r[3].t()?)))
-            .collect()
+            &[V::from(first_run)],
+            |r| Ok((r[0].i()?, r[1].t()?, r[2].t()?, r[3].t()?)),
+        )
     }
 }
 
