@@ -533,7 +533,43 @@ fn kcidb_json_is_valid_for_kcidb_io_and_carries_the_patchset() {
         let o = python(&py, KCIDB_VALIDATE, &[s(&f)]);
         assert!(o.status.success(), "{outcome}: {}", text(&o.stdout));
     }
+    // A crash report on the splat (its title as analyze::crash gives it
+    // for this excerpt): an issue and an incident the schema accepts.
+    let mut r = splat.clone();
+    r["cells"][0]["evidence"][0]["crash"] = serde_json::json!({
+        "title": "BUG: sleeping function called from invalid context in __x64_sys_prctl",
+        "frames": ["__x64_sys_prctl"],
+        "fingerprint": "0123456789abcdef",
+    });
+    let dir = d.join("with-crash");
+    write_json(&dir.join("results.json"), &r);
+    let f = dir.join("kcidb.json");
+    let o = xtask(
+        &[
+            "report",
+            s(&dir),
+            "--kcidb",
+            s(&f),
+            "--matrix",
+            "tests/faults/faults.toml",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = python(&py, KCIDB_VALIDATE, &[s(&f)]);
+    assert!(o.status.success(), "with a crash: {}", text(&o.stdout));
+    let doc = load(&f);
+    assert_eq!(
+        doc["issues"][0]["report_subject"],
+        "BUG: sleeping function called from invalid context in __x64_sys_prctl"
+    );
+    assert_eq!(
+        doc["incidents"][0]["issue_id"],
+        "kmatrix:crash-0123456789abcdef"
+    );
+    assert_eq!(doc["incidents"][0]["present"], true);
     let doc = load(&d.join("default-1.json"));
+    assert!(doc.get("issues").is_none(), "no crash, no issue");
     // The series' checkout: KCIDB's patchset hash, as its schema defines it.
     let want = Command::new("sh")
         .arg("-c")

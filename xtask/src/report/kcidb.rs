@@ -7,7 +7,12 @@
 //! cell: `boot` (did the kernel boot and run its tests), one per test, one
 //! per case (`test.case`), and one per metric with status `DONE`, the
 //! median as `number` and the samples, CI and comparison verdicts in
-//! `misc`. A skipped metric is `SKIP`.
+//! `misc`. A skipped metric is `SKIP`. Each crash title (by fingerprint)
+//! is an issue (`kmatrix:crash-FINGERPRINT`, the title its report
+//! subject, the kernel its culprit), with an incident per cell's boot: it
+//! was seen there (`present`), or, in a cell of the same kernel, arch and
+//! config that booted, it was not (so a series' new crash reads as present
+//! on the series and absent on its base).
 
 use std::collections::BTreeMap;
 
@@ -218,12 +223,96 @@ pub fn kcidb(run: &Run, patchsets: &BTreeMap<String, Patchset>, cis: &MedianCis)
         };
         metric_tests(c, cs, &t, cis, &mut tests);
     }
-    json!({
+    let (issues, incidents) = crash_issues(run, &run_id);
+    let mut doc = json!({
         "version": {"major": 5, "minor": 3},
         "checkouts": checkouts,
         "builds": builds,
         "tests": tests,
-    })
+    });
+    if !issues.is_empty() {
+        doc["issues"] = Value::Array(issues);
+        doc["incidents"] = Value::Array(incidents);
+    }
+    doc
+}
+
+/// A crash's issue: the same id for the same fingerprint in every run.
+fn issue_id(fingerprint: &str) -> String {
+    format!("{ORIGIN}:crash-{fingerprint}")
+}
+
+/// A crash, and the cells that showed it (each with whether matrix.toml
+/// lists the crash as known there).
+type Shown<'a> = (&'a crate::schema::Crash, Vec<(&'a CellResult, bool)>);
+
+/// One issue per crash fingerprint of the run, and its incidents: present
+/// in each cell whose boots showed it, absent in each other cell of the
+/// same kernel, arch and config whose kernel booted.
+fn crash_issues(run: &Run, run_id: &str) -> (Vec<Value>, Vec<Value>) {
+    let booted = |c: &CellResult| {
+        !matches!(
+            c.outcome,
+            Outcome::BuildError | Outcome::ApplyError | Outcome::ConfigError | Outcome::InfraError
+        )
+    };
+    let group = |c: &CellResult| (c.kernel.clone(), c.arch.clone(), c.config.clone());
+    let mut seen: BTreeMap<&str, Shown> = BTreeMap::new();
+    for c in &run.cells {
+        let known = c
+            .evidence
+            .iter()
+            .any(|e| e.kind == crate::schema::EvidenceKind::Known);
+        for k in c.evidence.iter().filter_map(|e| e.crash.as_deref()) {
+            let e = seen
+                .entry(k.fingerprint.as_str())
+                .or_insert((k, Vec::new()));
+            if !e.1.iter().any(|(x, _)| x.id == c.id) {
+                e.1.push((c, known));
+            }
+        }
+    }
+    let mut issues = Vec::new();
+    let mut incidents = Vec::new();
+    for (print, (k, cells)) in &seen {
+        let id = issue_id(print);
+        issues.push(json!({
+            "id": id,
+            "version": 1,
+            "origin": ORIGIN,
+            "report_subject": k.title,
+            "culprit": {"code": true, "tool": false, "harness": false},
+            "comment": if k.frames.is_empty() { k.title.clone() } else { format!("{} (frames: {})", k.title, k.frames.join(" < ")) },
+            "misc": {"fingerprint": print, "frames": k.frames},
+        }));
+        let groups: Vec<_> = cells.iter().map(|(c, _)| group(c)).collect();
+        for c in run.cells.iter().filter(|c| booted(c)) {
+            let here = cells.iter().find(|(x, _)| x.id == c.id);
+            if here.is_none() && !groups.contains(&group(c)) {
+                continue;
+            }
+            let build_id = format!("{run_id}/{}", c.id);
+            let mut x = json!({
+                "id": format!("{build_id}/crash-{print}"),
+                "origin": ORIGIN,
+                "issue_id": id,
+                "issue_version": 1,
+                "build_id": build_id,
+                "test_id": format!("{build_id}:boot"),
+                "present": here.is_some(),
+                "misc": {"cell": c.id},
+            });
+            if let Some((_, known)) = here {
+                x["comment"] = json!(if *known {
+                    format!("{} (known: matrix.toml lists it)", k.title)
+                } else {
+                    k.title.clone()
+                });
+            }
+            incidents.push(x);
+        }
+    }
+    (issues, incidents)
 }
 
 /// The checkout of a cell's kernel and variant: the series as its patch set.
@@ -460,6 +549,83 @@ mod tests {
         }
         for c in base {
             assert!(c.get("message_id").is_none(), "{c}");
+        }
+    }
+
+    /// A crash seen on the series' x86_64 cell: one issue, present there,
+    /// absent on the base of the same kernel, arch and config, and not
+    /// said of the arm64 cells at all.
+    #[test]
+    fn a_crash_is_an_issue_present_on_the_series_and_absent_on_its_base() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/runs/default-1/results.json"
+        ))
+        .unwrap();
+        let mut run = Run::parse(&text).unwrap();
+        let cell = "6.1/seccomp-sync-wakeup/x86_64/tiny";
+        let mut e = crate::schema::Evidence::new(
+            crate::schema::EvidenceKind::Splat,
+            "BUG",
+            "BUG: kernel NULL pointer dereference, address: 0000000000000000",
+            None,
+        );
+        e.crash = Some(Box::new(crate::schema::Crash {
+            title: "BUG: kernel NULL pointer dereference in __x64_sys_prctl".into(),
+            frames: vec!["__x64_sys_prctl".into()],
+            fingerprint: "5eb1c0de5eb1c0de".into(),
+        }));
+        let c = run.cells.iter_mut().find(|c| c.id == cell).unwrap();
+        c.evidence.push(e.clone());
+        c.evidence.push(e);
+        let never = || false;
+        let doc = kcidb(
+            &run,
+            &BTreeMap::new(),
+            &crate::stats::intervals::MedianCis::new(&never),
+        );
+        let issues = doc["issues"].as_array().unwrap();
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0]["id"], "kmatrix:crash-5eb1c0de5eb1c0de");
+        assert_eq!(
+            issues[0]["report_subject"],
+            "BUG: kernel NULL pointer dereference in __x64_sys_prctl"
+        );
+        assert_eq!(issues[0]["culprit"]["code"], true);
+        let seen: Vec<(&str, bool, &str)> = doc["incidents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["misc"]["cell"].as_str().unwrap(),
+                    i["present"].as_bool().unwrap(),
+                    i["test_id"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (
+                    "6.1/base/x86_64/tiny",
+                    false,
+                    "kmatrix:20261130-172344/6.1/base/x86_64/tiny:boot"
+                ),
+                (
+                    cell,
+                    true,
+                    "kmatrix:20261130-172344/6.1/seccomp-sync-wakeup/x86_64/tiny:boot"
+                ),
+            ]
+        );
+        // Each incident's test is one the document holds.
+        for i in doc["incidents"].as_array().unwrap() {
+            assert!(doc["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["id"] == i["test_id"]));
         }
     }
 
