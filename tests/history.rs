@@ -135,6 +135,18 @@ fn add(db: impl AsRef<OsStr>, runs: &[PathBuf]) -> Output {
     c.output().expect("running xtask")
 }
 
+/// `history add` started, not waited for: one of two writers at once.
+fn spawn_add(db: impl AsRef<OsStr>, runs: &[PathBuf]) -> std::process::Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    c.args(["history", "add", "--db"])
+        .arg(db)
+        .args(runs)
+        .current_dir(repo())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c.spawn().unwrap()
+}
+
 fn show(db: impl AsRef<OsStr>) -> (Output, Value) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
     c.args(["history", "show", "--json", "--db"])
@@ -329,18 +341,8 @@ fn a_run_added_twice_is_one_run_and_two_writers_both_land() {
         text(&o)
     );
     // Two processes at once, each with its own runs.
-    let spawn = |rs: &[PathBuf]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        c.args(["history", "add", "--db"])
-            .arg(&db)
-            .args(rs)
-            .current_dir(repo());
-        c.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        c.spawn().unwrap()
-    };
-    let a = spawn(&runs[1..4]);
-    let b = spawn(&runs[3..6]);
+    let a = spawn_add(&db, &runs[1..4]);
+    let b = spawn_add(&db, &runs[3..6]);
     for p in [a, b] {
         let o = p.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", text(&o));
@@ -590,18 +592,8 @@ fn postgres_holds_the_same_history_as_sqlite_and_is_as_safe() {
             "{}",
             text(&o)
         );
-        let spawn = |rs: &[PathBuf]| {
-            let mut c = Command::new(env!("CARGO_BIN_EXE_xtask"));
-            c.args(["history", "add", "--db"])
-                .arg(db)
-                .args(rs)
-                .current_dir(repo())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            c.spawn().unwrap()
-        };
-        let a = spawn(&runs[4..9]);
-        let b = spawn(&runs[8..12]);
+        let a = spawn_add(db, &runs[4..9]);
+        let b = spawn_add(db, &runs[8..12]);
         for p in [a, b] {
             let o = p.wait_with_output().unwrap();
             assert!(o.status.success(), "{}", text(&o));

@@ -267,26 +267,10 @@ struct Postgres {
 /// The advisory lock a PostgreSQL writer holds for its transaction.
 const PG_LOCK: i64 = 0x006b_6d61_7472_6978; // "kmatrix"
 
+/// Each value written as its own type writes it, which also checks it
+/// against the parameter's type (an i64 into a BIGINT, never an INT4).
 impl postgres::types::ToSql for V {
     fn to_sql(
-        &self,
-        ty: &postgres::types::Type,
-        out: &mut bytes::BytesMut,
-    ) -> std::result::Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>>
-    {
-        match self {
-            V::Null => Ok(postgres::types::IsNull::Yes),
-            V::I(x) => x.to_sql(ty, out),
-            V::F(x) => x.to_sql(ty, out),
-            V::T(s) => s.to_sql(ty, out),
-        }
-    }
-
-    fn accepts(_: &postgres::types::Type) -> bool {
-        true
-    }
-
-    fn to_sql_checked(
         &self,
         ty: &postgres::types::Type,
         out: &mut bytes::BytesMut,
@@ -299,6 +283,12 @@ impl postgres::types::ToSql for V {
             V::T(s) => s.to_sql_checked(ty, out),
         }
     }
+
+    fn accepts(_: &postgres::types::Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
 }
 
 impl Postgres {
