@@ -407,29 +407,61 @@ fn arm64_base_fails_only_the_sync_case_as_expected() {
 /// in the guest's shell, and `reboot -f` ends QEMU.
 #[test]
 fn boot_gives_an_interactive_shell() {
-    use std::io::{BufRead, Write};
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Its own temporary directory, to see that the boot leaves nothing.
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("boot-tmp");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).unwrap();
+    let (mut child, seen) = boot_shell(&[], &tmp, |_| {});
+    assert!(child.wait().unwrap().success());
+    assert!(seen.contains("guest-says-42"), "{seen}");
+    assert!(seen.contains("seccomp_bpf"), "{seen}");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "the boot left {left:?} behind");
+}
+
+/// Starts `xtask boot 6.1/seccomp-sync-wakeup/x86_64/tiny EXTRA...` and
+/// drives its shell: `on_line` sees each line of its stdout and stderr as
+/// it comes; once the shell answers, a few commands and `reboot -f`.
+/// Returns the process (ended) and everything it printed.
+fn boot_shell(
+    extra: &[&str],
+    tmp: &Path,
+    mut on_line: impl FnMut(&str),
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, Write};
     let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["boot", "6.1/seccomp-sync-wakeup/x86_64/tiny"])
-        .env("TMPDIR", &tmp)
+        .args(extra)
+        .env("TMPDIR", tmp)
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let tx2 = tx.clone();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout)
             .lines()
             .map_while(Result::ok)
         {
             let _ = tx.send(line);
+        }
+    });
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx2.send(line);
         }
     });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
@@ -450,6 +482,7 @@ fn boot_gives_an_interactive_shell() {
             Ok(line) => {
                 seen.push_str(&line);
                 seen.push('\n');
+                on_line(&line);
                 if !shell && line.contains("kmatrix: interactive shell") {
                     shell = true;
                     stdin.write_all(PROBE).unwrap();
@@ -469,14 +502,75 @@ fn boot_gives_an_interactive_shell() {
             }
         }
     }
-    assert!(child.wait().unwrap().success());
-    assert!(seen.contains("guest-says-42"), "{seen}");
-    assert!(seen.contains("seccomp_bpf"), "{seen}");
-    let left: Vec<_> = std::fs::read_dir(&tmp)
+    (child, seen)
+}
+
+/// `xtask boot --gdb PORT`: the guest waits, halted, for a debugger on the
+/// port; the printed command names the image's vmlinux. Spoken to in gdb's
+/// remote protocol: asked why it stopped (a trap), then told to continue,
+/// it boots to the shell.
+#[test]
+fn boot_gdb_halts_the_guest_for_a_debugger() {
+    use std::io::{Read, Write};
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("boot-gdb-tmp");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert!(left.is_empty(), "the boot left {left:?} behind");
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut stop_reply = String::new();
+    let mut command = String::new();
+    let (mut child, seen) = boot_shell(&["--gdb", &port.to_string()], &tmp, |line| {
+        let Some(i) = line.find("halted for a debugger: ") else {
+            return;
+        };
+        command = line[i..].to_string();
+        // QEMU is about to start: its stub listens once it runs.
+        let start = std::time::Instant::now();
+        let mut s = loop {
+            match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                Ok(s) => break s,
+                Err(e) if start.elapsed().as_secs() < 60 => {
+                    let _ = e;
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Err(e) => panic!("no gdbstub on port {port}: {e}"),
+            }
+        };
+        s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        s.write_all(b"$?#3f").unwrap();
+        let mut buf = [0u8; 512];
+        while !stop_reply.contains('#') {
+            let n = s.read(&mut buf).unwrap();
+            assert!(n > 0, "the stub closed the connection");
+            stop_reply.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        s.write_all(b"+$c#63").unwrap();
+        // The stub keeps the guest running while the connection is open.
+        std::mem::forget(s);
+    });
+    assert!(child.wait().unwrap().success(), "{seen}");
+    assert!(seen.contains("guest-says-42"), "{seen}");
+    eprintln!("{command}\nthe stub's stop reply: {stop_reply}");
+    // Stopped by a trap (signal 5) before the first instruction ran.
+    assert!(
+        stop_reply.contains("$T05") || stop_reply.contains("$S05"),
+        "{stop_reply}"
+    );
+    assert!(
+        command.contains(&format!("-ex 'target remote 127.0.0.1:{port}'")),
+        "{command}"
+    );
+    let vmlinux = command
+        .split_whitespace()
+        .find(|w| w.ends_with("/vmlinux"))
+        .unwrap_or_else(|| panic!("no vmlinux named: {command}"));
+    let head = std::fs::read(vmlinux).unwrap();
+    assert_eq!(&head[..4], b"\x7fELF", "{vmlinux}");
 }
 
 /// The rseq, membarrier and mm_cid checks (tests/checks/matrix.toml: the default matrix's

@@ -92,6 +92,7 @@ pub fn guest_for(
             .collect(),
         results,
         interactive: false,
+        gdb: None,
     }
 }
 
@@ -334,6 +335,13 @@ fn first_line(s: &str) -> String {
 
 /// `cargo xtask boot`: the cell's guest with a shell instead of its
 /// tests, on the user's terminal.
+/// `boot --gdb`: the gdbstub's port, and the image's vmlinux when the
+/// cache has it.
+pub struct Gdb {
+    pub port: u16,
+    pub vmlinux: Option<PathBuf>,
+}
+
 pub fn interactive(
     env: &BootEnv,
     cell: &Cell,
@@ -341,11 +349,32 @@ pub fn interactive(
     image: &Path,
     initrd: &Path,
     accel: Accel,
+    gdb: Option<&Gdb>,
 ) -> Result<()> {
     ev.note("booting; Ctrl-A X quits QEMU, `reboot -f` ends the guest");
     let mut g = guest_for(env, cell, image, initrd, accel, None, 1);
     g.extra_cmdline.push("kmatrix.shell".into());
     g.interactive = true;
+    if let Some(d) = gdb {
+        g.gdb = Some(d.port);
+        // Debian's gdb reads x86_64 only; gdb-multiarch any arch.
+        let gdb_bin = if cell.arch.name() == "x86_64" {
+            "gdb"
+        } else {
+            "gdb-multiarch"
+        };
+        let file = match &d.vmlinux {
+            Some(v) => format!("{} ", v.display()),
+            None => String::new(),
+        };
+        ev.note(&format!(
+            "halted for a debugger: {gdb_bin} {file}-ex 'target remote 127.0.0.1:{}' (then `continue`)",
+            d.port
+        ));
+        if d.vmlinux.is_none() {
+            ev.note("no vmlinux of this image in the cache: gdb will have no symbols (rebuild the cell to keep one)");
+        }
+    }
     let bin = qemu::binary(cell.arch, &env.launch);
     let args = qemu::args(&g);
     ev.note(&format!("$ {}", qemu::shell_line(&bin, &args)));

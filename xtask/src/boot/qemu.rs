@@ -168,6 +168,9 @@ pub struct Guest {
     /// Where the results virtio port is written; None for interactive boots.
     pub results: Option<PathBuf>,
     pub interactive: bool,
+    /// A gdbstub on this loopback port, the guest halted until a debugger
+    /// continues it (`boot --gdb`).
+    pub gdb: Option<u16>,
 }
 
 /// QEMU's binary for `arch`: from `launch.qemu_dir` (another QEMU build,
@@ -194,6 +197,10 @@ pub fn cmdline(g: &Guest) -> String {
         "sysctl.kernel.hung_task_panic=1".to_string(),
         "rdinit=/init".to_string(),
     ];
+    if g.gdb.is_some() {
+        // The addresses of vmlinux's symbols are the running kernel's.
+        c.push("nokaslr".to_string());
+    }
     c.extend(g.extra_cmdline.iter().cloned());
     c.join(" ")
 }
@@ -246,6 +253,9 @@ pub fn args(g: &Guest) -> Vec<String> {
             "-serial",
             "chardev:con",
         ]);
+    }
+    if let Some(port) = g.gdb {
+        push(&["-gdb", &format!("tcp:127.0.0.1:{port}"), "-S"]);
     }
     if let Some(r) = &g.results {
         // Test results travel on their own virtio port, apart from the kernel
@@ -754,6 +764,7 @@ mod tests {
             extra_cmdline: vec![],
             results: Some("/r/results.log".into()),
             interactive: false,
+            gdb: None,
         }
     }
 
@@ -810,6 +821,17 @@ mod tests {
         let a = args(&g);
         assert!(has_pair(&a, "-serial", "mon:stdio"));
         assert!(!a.iter().any(|x| x.contains("virtserialport")));
+        assert!(!a.iter().any(|x| x == "-gdb" || x == "-S"));
+        // --gdb: a gdbstub on loopback, the guest halted, no KASLR.
+        g.gdb = Some(1234);
+        let a = args(&g);
+        assert!(has_pair(&a, "-gdb", "tcp:127.0.0.1:1234"));
+        assert!(a.contains(&"-S".to_string()));
+        assert!(has_pair(
+            &a,
+            "-append",
+            "console=ttyS0 panic=-1 sysctl.kernel.hung_task_panic=1 rdinit=/init nokaslr"
+        ));
     }
 
     /// QEMU's option words stay bare, as in every recorded reproducer;

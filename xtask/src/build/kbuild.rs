@@ -386,6 +386,8 @@ pub fn build(
         .with_context(|| format!("copying {}", built.display()))?;
     std::fs::copy(job.config, tmp.join("config"))?;
     std::fs::copy(log, tmp.join("build.log"))?;
+    // The image's symbols, for `boot --gdb` (7-19 MB for tiny).
+    let _ = std::fs::copy(out.join("vmlinux"), tmp.join("vmlinux"));
     let m = Manifest {
         key: key.clone(),
         image_sha256: sha256_file(&tmp.join(name))?,
@@ -406,6 +408,24 @@ pub fn build(
         log: log.clone(),
         make_cmd,
     }))
+}
+
+/// The vmlinux of a cached `image`: kept beside it, or, for an image
+/// cached before vmlinux was kept, the one in a build dir of `slots`
+/// whose image is byte for byte the same.
+pub fn vmlinux_of(image: &Path, arch: Arch, slots: &Slots) -> Option<PathBuf> {
+    let kept = image.with_file_name("vmlinux");
+    if kept.exists() {
+        return Some(kept);
+    }
+    let want = sha256_file(image).ok()?;
+    (0..crate::build::slots::MAX)
+        .map(|i| slots.dir(i))
+        .find(|d| {
+            d.join("vmlinux").exists()
+                && sha256_file(&d.join(arch.info().image_path)).ok().as_ref() == Some(&want)
+        })
+        .map(|d| d.join("vmlinux"))
 }
 
 /// Writes `config` as the O= dir's .config, only when it differs: an

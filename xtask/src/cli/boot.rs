@@ -1,5 +1,6 @@
 //! `cargo xtask boot CELL`: prepare one cell like a test run, then hand its
-//! console to the user with a busybox shell instead of the tests.
+//! console to the user with a busybox shell instead of the tests (with
+//! `--gdb`, halted for a debugger first).
 
 use anyhow::Result;
 use clap::Args;
@@ -33,6 +34,10 @@ pub struct BootCmd {
     /// With or without --kunit: the tree's .kunitconfig, as for `matrix`.
     #[arg(long, value_name = "PATH")]
     kunitconfig: Option<String>,
+    /// Start the guest halted with QEMU's gdbstub on 127.0.0.1:PORT (1234
+    /// when no port is given), and print the gdb command that attaches.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "1234")]
+    gdb: Option<u16>,
 }
 
 impl BootCmd {
@@ -88,7 +93,7 @@ impl BootCmd {
             Policy::from_env()?,
         );
         let cu = ui.cell(1, 1, &cell.id());
-        let booted = runner::boot_interactive(&ctx, &cell, &cu);
+        let booted = runner::boot_interactive(&ctx, &cell, &cu, self.gdb);
         let _ = std::fs::remove_dir_all(&dir);
         booted?;
         Ok(0)

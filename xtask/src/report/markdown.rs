@@ -296,6 +296,12 @@ fn not_as_expected(s: &mut String, run: &Run) {
                 c.reproduce.boot.clone()
             };
             let _ = writeln!(s, "\nBoot by hand: `{boot}` or\n```\n{q}\n```");
+            if c.outcome == Outcome::Crash {
+                let _ = writeln!(
+                    s,
+                    "\nUnder a debugger: `{boot} --gdb` (halted until gdb attaches; it prints the gdb command)"
+                );
+            }
         }
     }
 }
@@ -309,6 +315,28 @@ mod tests {
 
     fn markdown_of(run: &Run) -> String {
         markdown(run, &MedianCis::new(&never))
+    }
+
+    /// A crashed cell's section offers its boot under a debugger; a
+    /// failed one does not.
+    #[test]
+    fn a_crashed_cell_is_offered_a_debugger() {
+        let cell = |outcome| CellResult {
+            reproduce: Reproduce {
+                xtask: "cargo xtask matrix --cell 6.1/base/x86_64/tiny".into(),
+                qemu: Some("qemu-system-x86_64 -kernel bzImage".into()),
+                boot: "cargo xtask boot 6.1/base/x86_64/tiny".into(),
+                ..Reproduce::default()
+            },
+            ..CellResult::blank("6.1/base/x86_64/tiny", outcome)
+        };
+        let md = markdown_of(&Run::fixture(vec![cell(Outcome::Crash)]));
+        assert!(
+            md.contains("Under a debugger: `cargo xtask boot 6.1/base/x86_64/tiny --gdb`"),
+            "{md}"
+        );
+        let md = markdown_of(&Run::fixture(vec![cell(Outcome::Fail)]));
+        assert!(!md.contains("--gdb"), "{md}");
     }
 
     /// Metrics from a real guest run of the benchmark (6.1 + series, x86_64,

@@ -268,7 +268,12 @@ pub fn build_only(
 
 /// `cargo xtask boot`: prepare the cell like a test run, then hand the
 /// console to the user with a shell instead of running the tests.
-pub fn boot_interactive(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<()> {
+pub fn boot_interactive(
+    ctx: &Ctx,
+    cell: &Cell,
+    sink: &dyn Sink,
+    gdb_port: Option<u16>,
+) -> Result<()> {
     let dir = ctx.cell_dir(cell);
     std::fs::create_dir_all(&dir)?;
     let id = cell.id();
@@ -283,6 +288,14 @@ pub fn boot_interactive(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<()> {
             anyhow::bail!("{} cannot boot: {}\n{e}", cell.id(), r.outcome);
         }
     };
+    let gdb = gdb_port.map(|port| boot_cell::Gdb {
+        port,
+        vmlinux: crate::build::kbuild::vmlinux_of(
+            &prep.image,
+            cell.arch,
+            &crate::build::prepare::slots(ctx.cache, cell),
+        ),
+    });
     boot_cell::interactive(
         &ctx.boot_env(),
         cell,
@@ -290,6 +303,7 @@ pub fn boot_interactive(ctx: &Ctx, cell: &Cell, sink: &dyn Sink) -> Result<()> {
         &prep.image,
         &prep.initrd,
         prep.choice.accel,
+        gdb.as_ref(),
     )
 }
 
