@@ -533,8 +533,7 @@ fn boot_gdb_halts_the_guest_for_a_debugger() {
         let mut s = loop {
             match std::net::TcpStream::connect(("127.0.0.1", port)) {
                 Ok(s) => break s,
-                Err(e) if start.elapsed().as_secs() < 60 => {
-                    let _ = e;
+                Err(_) if start.elapsed().as_secs() < 60 => {
                     std::thread::sleep(std::time::Duration::from_millis(200));
                 }
                 Err(e) => panic!("no gdbstub on port {port}: {e}"),

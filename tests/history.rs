@@ -448,7 +448,7 @@ impl Server {
             eprintln!("skipped: {why}");
             return None;
         };
-        let as_postgres = nix_is_root();
+        let as_postgres = nix::unistd::geteuid().is_root();
         // Outside the checkout: as root, the server's user must reach it.
         let data = std::env::temp_dir().join(format!("kmatrix-pg-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&data);
@@ -556,13 +556,6 @@ impl Drop for Server {
             .output();
         let _ = std::fs::remove_dir_all(&self.data);
     }
-}
-
-fn nix_is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 #[test]

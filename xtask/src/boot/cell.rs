@@ -364,7 +364,7 @@ pub fn interactive(
             "gdb-multiarch"
         };
         let file = match &d.vmlinux {
-            Some(v) => format!("{} ", v.display()),
+            Some(v) => format!("{} ", crate::util::shell_quote(&v.display().to_string())),
             None => String::new(),
         };
         ev.note(&format!(

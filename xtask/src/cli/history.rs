@@ -13,6 +13,7 @@ use crate::history::{self, trend, Added, Location, Store};
 use crate::report::files::load_run;
 use crate::schema::Run;
 use crate::stats::changepoint::Params;
+use crate::util::shell_quote;
 
 #[derive(Args, Debug)]
 pub struct HistoryCmd {
@@ -203,7 +204,8 @@ impl HistoryCmd {
 fn open_existing(at: &Location) -> Result<Store> {
     if !at.exists() {
         bail!(
-            "{at}: no history database (a matrix run makes one; `cargo xtask history add --db {at} RUN...` imports runs)"
+            "{at}: no history database (a matrix run makes one; `cargo xtask history add --db {} RUN...` imports runs)",
+            shell_quote(&at.to_string())
         );
     }
     Store::open(at)
@@ -277,8 +279,9 @@ pub fn record(env: &Env, db: &DbOpt, run: &Run, run_dir: &Path) {
             }
         }
         Err(e) => eprintln!(
-            "warning: the run was not added to the history {at}: {e:#} (add it later with `cargo xtask history add --db {at} {}`)",
-            run_dir.display()
+            "warning: the run was not added to the history {at}: {e:#} (add it later with `cargo xtask history add --db {} {}`)",
+            shell_quote(&at.to_string()),
+            shell_quote(&run_dir.display().to_string())
         ),
     }
 }

@@ -539,7 +539,10 @@ impl Store {
                 db.exec(
                     "INSERT INTO metrics (run, cell, metric, unit, n, median, ci_lo, ci_hi, boot_medians, skip)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-                     ON CONFLICT (run, cell, metric) DO NOTHING",
+                     ON CONFLICT (run, cell, metric) DO UPDATE SET unit = excluded.unit,
+                       n = excluded.n, median = excluded.median, ci_lo = excluded.ci_lo,
+                       ci_hi = excluded.ci_hi, boot_medians = excluded.boot_medians,
+                       skip = excluded.skip",
                     &[
                         V::I(id),
                         V::from(&m.cell),

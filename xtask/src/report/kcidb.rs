@@ -286,9 +286,9 @@ fn crash_issues(run: &Run, run_id: &str) -> (Vec<Value>, Vec<Value>) {
             "misc": {"fingerprint": print, "frames": k.frames},
         }));
         let groups: Vec<_> = cells.iter().map(|(c, _)| group(c)).collect();
-        for c in run.cells.iter().filter(|c| booted(c)) {
+        for c in &run.cells {
             let here = cells.iter().find(|(x, _)| x.id == c.id);
-            if here.is_none() && !groups.contains(&group(c)) {
+            if here.is_none() && !(booted(c) && groups.contains(&group(c))) {
                 continue;
             }
             let build_id = format!("{run_id}/{}", c.id);
@@ -627,6 +627,22 @@ mod tests {
                 .iter()
                 .any(|t| t["id"] == i["test_id"]));
         }
+        // A cell whose boot ended as the harness's error still says the
+        // crash it showed.
+        run.cells.iter_mut().find(|c| c.id == cell).unwrap().outcome = Outcome::InfraError;
+        let doc = kcidb(
+            &run,
+            &BTreeMap::new(),
+            &crate::stats::intervals::MedianCis::new(&never),
+        );
+        let present: Vec<&str> = doc["incidents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["present"] == true)
+            .map(|i| i["misc"]["cell"].as_str().unwrap())
+            .collect();
+        assert_eq!(present, vec![cell]);
     }
 
     /// The schema's own recipe, run by hand on two one-byte patches:
